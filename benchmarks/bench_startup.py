@@ -1,0 +1,64 @@
+"""Pipeline creation time on a cold cache versus a warm one, each in a fresh process.
+
+    python benchmarks/bench_startup.py [--repeats 3]
+
+Cold: empty cache directory (NVRTC compiles, OptiX compiles). Warm: a second
+process with the same cache directory (PTX from optixasync's cache, the
+module from OptiX's disk cache). Context creation is timed apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, time
+t0 = time.perf_counter()
+import optixasync
+from optixasync._hello import render_triangle
+t1 = time.perf_counter()
+ctx = optixasync.Context()
+t2 = time.perf_counter()
+r = render_triangle(ctx, 64, 64)
+ctx.close()
+print(json.dumps({"import_s": t1 - t0, "context_s": t2 - t1, "pipeline_s": r.setup_seconds,
+                  "ptx_cache_hit": r.module_cache_hit, "hits": int((r.image[..., 3] >= 0).sum())}))
+"""
+
+
+def run_child(cache: str) -> dict:
+    env = dict(os.environ, OPTIXASYNC_CACHE_DIR=cache)
+    out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    cold, warm = [], []
+    for _ in range(args.repeats):
+        with tempfile.TemporaryDirectory() as cache:
+            cold.append(run_child(cache))
+            warm.append(run_child(cache))
+    med = lambda rows, key: statistics.median(r[key] for r in rows)  # noqa: E731
+    print("| cache | pipeline creation (median ms) | context creation (ms) | PTX cache hit |")
+    print("|---|---|---|---|")
+    print(f"| cold | {med(cold, 'pipeline_s') * 1e3:.1f} | {med(cold, 'context_s') * 1e3:.1f} | {cold[0]['ptx_cache_hit']} |")
+    print(f"| warm | {med(warm, 'pipeline_s') * 1e3:.1f} | {med(warm, 'context_s') * 1e3:.1f} | {warm[0]['ptx_cache_hit']} |")
+    print(f"speed-up warm vs cold: {med(cold, 'pipeline_s') / med(warm, 'pipeline_s'):.1f}x "
+          f"({args.repeats} process pairs)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"cold": cold, "warm": warm}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Package-wide settings read from the environment, and where files live.
+
+Environment variables
+---------------------
+OPTIXASYNC_CACHE_DIR
+    Directory of the PTX cache and of OptiX's own module cache
+    (default: ``$XDG_CACHE_HOME/optixasync`` or ``~/.cache/optixasync``).
+OPTIXASYNC_OPTIX_LIBRARY
+    Explicit path of ``libnvoptix.so.1``.
+OPTIXASYNC_DISABLE_CACHE
+    Set to ``1`` to compile every kernel afresh and keep nothing on disk.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["cache_dir", "cache_enabled", "kernels_dir", "CACHE_DIR_ENV"]
+
+CACHE_DIR_ENV = "OPTIXASYNC_CACHE_DIR"
+
+
+def cache_dir() -> Path:
+    """Directory of the on-disk kernel caches (created on demand by writers)."""
+    override = os.environ.get(CACHE_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "optixasync"
+
+
+def cache_enabled() -> bool:
+    return os.environ.get("OPTIXASYNC_DISABLE_CACHE", "") not in ("1", "true", "yes")
+
+
+def kernels_dir() -> Path:
+    """Directory holding the package's ``.cu`` programs and device headers.
+
+    An installed wheel carries them as ``optixasync/kernels``; a source
+    checkout keeps them in the top-level ``kernels/`` folder.
+    """
+    here = Path(__file__).resolve().parent
+    installed = here / "kernels"
+    if installed.is_dir():
+        return installed
+    return here.parent / "kernels"

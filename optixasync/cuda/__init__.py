@@ -1,0 +1,39 @@
+"""The CUDA layer: streams, events, pinned staging and stream-ordered memory, over CuPy.
+
+Every stream optixasync creates is non-blocking (it never synchronizes with
+the legacy default stream), and no library call uses the default stream.
+
+Calls in optixasync that may block the host, and why
+----------------------------------------------------
+Steady state (per frame):
+
+* ``FrameScheduler.begin_frame`` waits on the fence event of the frame that
+  last used the slot, only when the host is ``frames_in_flight`` frames ahead.
+  This is the one designed wait.
+* ``optixLaunch`` and ``optixAccelBuild`` block until all work of the
+  context is done when the context was created with ``validation=True``
+  (OptiX's validation mode serializes; that is what it is for).
+* ``FrameHandle.result()`` / ``FrameScheduler.drain()`` / ``close()`` wait
+  for the frames they are asked for, by design.
+
+Set-up time (never on the frame path):
+
+* ``Context()`` creates the CUDA primary context and the OptiX device
+  context (driver initialisation, a device synchronize).
+* ``Context.create_module`` compiles with NVRTC and OptiX on the CPU
+  (seconds on a cold cache, milliseconds on a warm one).
+* ``Context.create_pipeline`` and program group creation compile on the CPU.
+* The first allocations of a memory pool map new device or pinned memory
+  (``cuMemAllocAsync`` growing the pool, ``cuMemHostAlloc``); later ones are
+  served from the pools without a driver allocation.
+* ``Context.close`` synchronizes the device before destroying the OptiX
+  context, so no in-flight work refers to freed objects.
+"""
+
+from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_empty, device_pointer
+from ._streams import StreamLike, create_stream, fence_event, record_event, stream_handle, timing_event
+
+__all__ = [
+    "DeviceMemory", "PinnedBuffer", "PinnedPool", "device_empty", "device_pointer",
+    "StreamLike", "create_stream", "fence_event", "record_event", "stream_handle", "timing_event",
+]

@@ -1,0 +1,140 @@
+"""The shader binding table: records packed on the host, uploaded through pinned memory.
+
+Each record is the program group's 32-byte header followed by the user's
+data, laid out as a numpy structured dtype (see :func:`record_dtype`).
+Nothing here blocks: the upload is an async copy on the given stream and a
+launch on another stream waits on an event, not the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._optix import types as t
+from ..cuda import stream_handle
+from ._module import ProgramGroup
+
+__all__ = ["ShaderBindingTable", "record_dtype"]
+
+_HEADER = t.SBT_RECORD_HEADER_SIZE
+_ALIGN = t.SBT_RECORD_ALIGNMENT
+
+
+def record_dtype(data_dtype: Any = None) -> np.dtype:
+    """The dtype of one SBT record: ``header`` (32 bytes) then ``data`` of ``data_dtype``, padded to 16 bytes."""
+    fields: list[tuple[str, Any]] = [("header", np.uint8, (_HEADER,))]  # type: ignore[list-item]
+    size = _HEADER
+    if data_dtype is not None:
+        data_dtype = np.dtype(data_dtype)
+        fields.append(("data", data_dtype))  # type: ignore[arg-type]
+        size += data_dtype.itemsize
+    itemsize = (size + _ALIGN - 1) // _ALIGN * _ALIGN
+    names = [f[0] for f in fields]
+    formats = [(np.uint8, (_HEADER,))] + ([data_dtype] if data_dtype is not None else [])
+    return np.dtype({"names": names, "formats": formats, "offsets": [0, _HEADER][: len(names)], "itemsize": itemsize})
+
+
+def _split(entry: Any, kind: t.ProgramGroupKind, role: str) -> tuple[ProgramGroup, np.ndarray | None]:
+    group, data = (entry, None) if isinstance(entry, ProgramGroup) else (entry[0], entry[1]) if (
+        isinstance(entry, tuple) and len(entry) == 2) else (None, None)
+    if not isinstance(group, ProgramGroup):
+        raise TypeError(f"{role} record must be a ProgramGroup or (ProgramGroup, data), got {type(entry).__name__}")
+    if group.kind != kind:
+        raise ValueError(f"{role} record needs a {kind.name.lower()} program group, got {group.kind.name.lower()}")
+    if data is not None:
+        data = np.asarray(data)
+        if data.dtype.hasobject:
+            raise TypeError(f"{role} record data must be plain numeric data, got dtype {data.dtype}")
+    return group, data
+
+
+class ShaderBindingTable:
+    """Raygen, miss and hit group records on the device.
+
+    Parameters
+    ----------
+    ctx : Context
+    raygen : ProgramGroup or (ProgramGroup, data)
+    miss : sequence of ProgramGroup or (ProgramGroup, data)
+        Miss records, indexed by the ``miss_index`` of a trace.
+    hitgroup : sequence of ProgramGroup or (ProgramGroup, data)
+        Hit group records, indexed by SBT offset and stride.
+    stream : stream, optional
+        Stream of the upload (default: the context's stream).
+
+    Notes
+    -----
+    ``data`` is a numpy scalar or 0-d/1-element array (any dtype, typically a
+    structured one from :func:`optixasync.struct_dtype`); its bytes follow
+    the header. All records of one kind share the largest record's stride.
+    """
+
+    def __init__(
+        self,
+        ctx: Any,
+        raygen: Any,
+        miss: Sequence[Any] = (),
+        hitgroup: Sequence[Any] = (),
+        *,
+        stream: Any = None,
+    ) -> None:
+        self.ctx = ctx
+        stream = ctx.stream if stream is None else stream
+        self._stream_handle = stream_handle(stream)
+        sections = [
+            ("raygen", [_split(raygen, t.ProgramGroupKind.RAYGEN, "raygen")]),
+            ("miss", [_split(m, t.ProgramGroupKind.MISS, "miss") for m in miss]),
+            ("hitgroup", [_split(h, t.ProgramGroupKind.HITGROUP, "hitgroup") for h in hitgroup]),
+        ]
+        layout = []
+        total = 0
+        for name, records in sections:
+            sizes = [_HEADER + (d.nbytes if d is not None else 0) for _, d in records]
+            stride = (max(sizes, default=_HEADER) + _ALIGN - 1) // _ALIGN * _ALIGN
+            layout.append((name, records, stride, total))
+            total += stride * len(records)
+        self.nbytes = total
+        staging, host = ctx.pinned.array((total,), np.uint8)
+        host[:] = 0
+        for _name, records, stride, offset in layout:
+            for i, (group, data) in enumerate(records):
+                at = offset + i * stride
+                group.pack_header(staging.ptr + at)
+                if data is not None:
+                    host[at + _HEADER : at + _HEADER + data.nbytes] = np.frombuffer(data.tobytes(), np.uint8)
+        self.host_bytes = host.copy()  # what was uploaded, for inspection and tests
+        self.buffer = ctx.memory.alloc(total, stream)
+        staging.copy_to_device_async(self.buffer, stream, total)
+        self._ready = ctx.deferred.after(stream, staging)
+        self._groups = [g for _, records, _, _ in layout for g, _ in records]  # keep groups alive
+
+        base = int(self.buffer.ptr)
+        s = t.ShaderBindingTable()
+        for name, records, stride, offset in layout:
+            if name == "raygen":
+                s.raygenRecord = base + offset
+            elif name == "miss":
+                s.missRecordBase = base + offset if records else 0
+                s.missRecordStrideInBytes = stride
+                s.missRecordCount = len(records)
+            else:
+                s.hitgroupRecordBase = base + offset if records else 0
+                s.hitgroupRecordStrideInBytes = stride
+                s.hitgroupRecordCount = len(records)
+        self.struct = s
+        self._ready_streams = {self._stream_handle}
+
+    def make_ready_for(self, stream: Any) -> None:
+        """Make work later enqueued on ``stream`` wait for the upload (an event wait, not a host wait)."""
+        handle = stream_handle(stream)
+        if handle not in self._ready_streams:
+            import cupy
+
+            cupy.cuda.runtime.streamWaitEvent(handle, self._ready.ptr, 0)
+            self._ready_streams.add(handle)
+
+    def close(self) -> None:
+        self.buffer = None

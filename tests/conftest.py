@@ -1,0 +1,58 @@
+"""Shared fixtures. GPU tests carry the ``gpu`` marker and skip, with the reason, where no GPU can run them."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_unavailable_reason() -> str | None:
+    """None when an NVIDIA GPU with OptiX is usable, else why not."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no NVIDIA driver: libcuda.so.1 cannot be loaded"
+    try:
+        import cupy
+
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CuPy missing or the runtime refuses
+        return f"CUDA is not usable: {exc}"
+    if count == 0:
+        return "no CUDA device"
+    try:
+        from optixasync._optix import get_api
+
+        get_api()
+    except Exception as exc:
+        return f"OptiX is not usable: {exc}"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = None
+    for item in items:
+        if "gpu" in item.keywords:
+            reason = reason or gpu_unavailable_reason() or ""
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=f"GPU test skipped: {reason}"))
+
+
+@pytest.fixture(scope="session")
+def ctx():
+    """One OptiX context for the whole GPU test session."""
+    import optixasync
+
+    context = optixasync.Context()
+    yield context
+    context.close()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test session compiles into its own cache unless a test sets another."""
+    monkeypatch.setenv("OPTIXASYNC_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
