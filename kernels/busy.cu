@@ -28,7 +28,8 @@ OA_PROGRAM __raygen__busy() {
         while (global_timer_ns() - start < params.spin_ns) {
         }
     }
-    params.out[idx.x] = params.scale * (float)(idx.x + 1) + (float)params.frame;
+    // Explicitly rounded operations (no fused multiply-add), so the host can predict every bit.
+    params.out[idx.x] = __fadd_rn(__fmul_rn(params.scale, (float)(idx.x + 1)), (float)params.frame);
 }
 
 OA_PROGRAM __miss__busy() {}

@@ -35,6 +35,7 @@ class HelloResult:
     image: np.ndarray  # (height, width, 4) float32: RGB, then hit distance (-1 for a miss)
     setup_seconds: float  # module + program groups + pipeline creation
     module_cache_hit: bool
+    timings: dict[str, float]  # set-up broken down: NVRTC or PTX cache, optixModuleCreate, program groups, pipeline
 
 
 def render_triangle(
@@ -54,11 +55,15 @@ def render_triangle(
     start = time.perf_counter()
     options = PipelineOptions(num_payload_values=4, traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
     module = ctx.create_module("hello_triangle.cu", pipeline_options=options)
+    module_done = time.perf_counter()
     raygen = ctx.create_raygen(module, "__raygen__hello")
     miss = ctx.create_miss(module, "__miss__hello")
     hit = ctx.create_hitgroup(module, closesthit="__closesthit__hello")
+    groups_done = time.perf_counter()
     pipeline = ctx.create_pipeline([raygen, miss, hit], max_trace_depth=1)
     setup_seconds = time.perf_counter() - start
+    timings = {"nvrtc_or_cache_s": module.nvrtc_seconds, "optix_module_s": module.optix_seconds,
+               "program_groups_s": groups_done - module_done, "optix_pipeline_s": start + setup_seconds - groups_done}
 
     stream = ctx.stream
     gas = GeometryAccel(ctx, TriangleInput(np.ascontiguousarray(vertices, dtype=np.float32)), stream=stream)
@@ -84,4 +89,4 @@ def render_triangle(
     result = host.copy()
     for obj in (pipeline, hit, miss, raygen, module):
         obj.close()
-    return HelloResult(result, setup_seconds, module.ptx_cache_hit)
+    return HelloResult(result, setup_seconds, module.ptx_cache_hit, timings)

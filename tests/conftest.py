@@ -42,17 +42,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"GPU test skipped: {reason}"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory):
+    """Kernel caches of the test session live in a temporary directory, not the user's cache."""
+    import os
+
+    previous = os.environ.get("OPTIXASYNC_CACHE_DIR")
+    os.environ["OPTIXASYNC_CACHE_DIR"] = str(tmp_path_factory.getbasetemp() / "cache")
+    yield
+    if previous is None:
+        os.environ.pop("OPTIXASYNC_CACHE_DIR", None)
+    else:
+        os.environ["OPTIXASYNC_CACHE_DIR"] = previous
+
+
 @pytest.fixture(scope="session")
-def ctx():
+def ctx(_session_cache):
     """One OptiX context for the whole GPU test session."""
     import optixasync
 
     context = optixasync.Context()
     yield context
     context.close()
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test session compiles into its own cache unless a test sets another."""
-    monkeypatch.setenv("OPTIXASYNC_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))

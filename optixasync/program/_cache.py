@@ -60,7 +60,35 @@ def _headers(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.suffix in _HEADER_SUFFIXES and p.is_file())
 
 
-def cache_key(source: str, name: str, options: CompileOptions, nvrtc: tuple[int, int], abi: int) -> str:
+def nvrtc_fingerprint() -> str:
+    """Identifies the NVRTC that would compile, cheaply enough for a cache hit.
+
+    Importing ``cuda.bindings.nvrtc`` and loading ``libnvrtc`` costs 30-70 ms,
+    more than the rest of a warm pipeline creation. ``cuda-bindings`` loads
+    NVRTC from the ``nvidia-cuda-nvrtc`` wheel when one is installed, so that
+    wheel's version identifies it; without the wheel (a system toolkit),
+    NVRTC is asked for its version.
+    """
+    global _fingerprint
+    if _fingerprint is None:
+        from importlib import metadata
+
+        for dist in ("nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvrtc-cu11"):
+            try:
+                _fingerprint = f"wheel:{dist}=={metadata.version(dist)}"
+                break
+            except metadata.PackageNotFoundError:
+                continue
+        else:
+            major, minor = nvrtc_version()
+            _fingerprint = f"nvrtc:{major}.{minor}"
+    return _fingerprint
+
+
+_fingerprint: str | None = None
+
+
+def cache_key(source: str, name: str, options: CompileOptions, nvrtc: tuple[int, int] | str, abi: int) -> str:
     """SHA-256 hex digest identifying the PTX of one compilation.
 
     Parameters
@@ -69,8 +97,8 @@ def cache_key(source: str, name: str, options: CompileOptions, nvrtc: tuple[int,
         Source text and file name given to NVRTC.
     options : CompileOptions
         Compiler options; their NVRTC command line is hashed.
-    nvrtc : tuple of int
-        NVRTC ``(major, minor)``.
+    nvrtc : tuple of int or str
+        NVRTC ``(major, minor)``, or a fingerprint string from :func:`nvrtc_fingerprint`.
     abi : int
         OptiX ABI the PTX is meant for (the device headers depend on it).
 
@@ -99,7 +127,7 @@ def cache_key(source: str, name: str, options: CompileOptions, nvrtc: tuple[int,
             except OSError as exc:
                 field("unreadable", str(exc).encode())
     field("args", "\0".join(options.to_nvrtc_args()).encode())
-    field("nvrtc", f"{nvrtc[0]}.{nvrtc[1]}".encode())
+    field("nvrtc", (nvrtc if isinstance(nvrtc, str) else f"{nvrtc[0]}.{nvrtc[1]}").encode())
     field("abi", str(int(abi)).encode())
     return h.hexdigest()
 
@@ -185,7 +213,7 @@ def compile_ptx_cached(
     opts = CompileOptions.coerce(options)
     if not cache_enabled():
         return compile_ptx(source, name, opts), False
-    key = cache_key(source, name, opts, nvrtc_version(), abi)
+    key = cache_key(source, name, opts, nvrtc_fingerprint(), abi)
     ptx = load(key)
     if ptx is not None:
         return ptx, True

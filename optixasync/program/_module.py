@@ -94,10 +94,13 @@ class Module:
         self.module_options = coerce_options(ModuleOptions, module_options)
         text, self.name = resolve_source(source)
         ptx, self.ptx_cache_hit = compile_ptx_cached(text, self.name, CompileOptions.coerce(compile_options), ctx.abi)
+        self.nvrtc_seconds = time.perf_counter() - start
         cuda_version = driver_cuda_version()
         ptx, self.ptx_relabelled = fit_ptx_to_driver(ptx, cuda_version)
         self.entries = frozenset(_ENTRY_RE.findall(ptx))
+        optix_start = time.perf_counter()
         self.handle = self._create(ptx, cuda_version)
+        self.optix_seconds = time.perf_counter() - optix_start
         self.compile_seconds = time.perf_counter() - start
 
     def _create(self, ptx: str, cuda_version: int | None) -> int:

@@ -71,7 +71,7 @@ class PipelineOptions:
             raise ValueError(f"num_payload_values must be in [0, 32], got {self.num_payload_values}")
         if not 0 <= self.num_attribute_values <= 8:
             raise ValueError(f"num_attribute_values must be in [0, 8], got {self.num_attribute_values}")
-        if not self.launch_params_name.isidentifier():
+        if not (self.launch_params_name.isascii() and self.launch_params_name.isidentifier()):
             raise ValueError(f"launch_params_name must be a C identifier, got {self.launch_params_name!r}")
 
     def to_struct(self) -> t.PipelineCompileOptions:

@@ -46,7 +46,7 @@ def test_miss_then_hit(cache):
     assert ptx1 == compile_ptx(SOURCE, "a.cu")
     files = _ptx_files(cache)
     assert [f.suffix for f in files] == [".ptx"]
-    assert files[0].stem == _key(nvrtc=nvrtc_version())
+    assert files[0].stem == _key(nvrtc=_cache.nvrtc_fingerprint())
     assert files[0].read_text() == ptx1
 
 
@@ -200,3 +200,12 @@ def test_clear_cache(cache):
 def test_clear_cache_without_cache_dir(cache):
     assert not cache.exists()
     assert clear_cache() == 0
+
+
+def test_fingerprint_names_the_nvrtc_wheel_or_version():
+    fingerprint = _cache.nvrtc_fingerprint()
+    major, minor = nvrtc_version()
+    # the wheel's version starts with the NVRTC version it ships
+    assert fingerprint.startswith("wheel:nvidia-cuda-nvrtc") and f"=={major}.{minor}." in fingerprint or (
+        fingerprint == f"nvrtc:{major}.{minor}"
+    )

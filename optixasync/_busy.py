@@ -1,0 +1,53 @@
+"""A calibrated GPU workload for the scheduler's tests, benchmarks and demos.
+
+``kernels/busy.cu`` keeps the GPU busy for a given number of nanoseconds
+and writes values derived from the frame's parameters, so every readback
+proves which parameters its launch saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._optix._types import TraversableGraphFlags
+from ._structs import struct_dtype
+from .program import PipelineOptions, ShaderBindingTable
+
+__all__ = ["BUSY_PARAMS", "BusyWorkload", "expected_busy_output"]
+
+#: Layout of ``BusyParams`` in ``kernels/busy.cu``.
+BUSY_PARAMS = struct_dtype([("out", "ptr"), ("spin_ns", "u64"), ("frame", "uint"), ("scale", "float")])
+
+
+def expected_busy_output(frame: int, scale: float, n: int) -> np.ndarray:
+    """What ``__raygen__busy`` writes for these parameters."""
+    return (np.float32(scale) * np.arange(1, n + 1, dtype=np.float32) + np.float32(frame)).astype(np.float32)
+
+
+class BusyWorkload:
+    """The busy pipeline and its SBT, ready to launch inside a frame."""
+
+    def __init__(self, ctx: Any) -> None:
+        options = PipelineOptions(num_payload_values=0, traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
+        self.module = ctx.create_module("busy.cu", pipeline_options=options)
+        self.raygen = ctx.create_raygen(self.module, "__raygen__busy")
+        self.miss = ctx.create_miss(self.module, "__miss__busy")
+        self.pipeline = ctx.create_pipeline([self.raygen, self.miss], max_trace_depth=1)
+        self.sbt = ShaderBindingTable(ctx, self.raygen, [self.miss])
+
+    def record(self, frame: Any, spin_ns: int, scale: float, n_out: int = 256, readback: bool = True) -> Any:
+        """Launch the busy program in ``frame``; its output buffer is read back as ``"out"``."""
+        out = frame.buffer("out", (n_out,), np.float32)
+        frame.params["out"] = out.data.ptr
+        frame.params["spin_ns"] = int(spin_ns)
+        frame.params["frame"] = frame.index
+        frame.params["scale"] = scale
+        frame.launch(self.pipeline, self.sbt, n_out)
+        if readback:
+            frame.readback(out, "out")
+        return out
+
+    def launch_direct(self, ctx: Any, params_device: Any, n_out: int, stream: Any) -> None:
+        self.pipeline.launch(self.sbt, params_device, n_out, stream=stream)
