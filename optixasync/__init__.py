@@ -10,7 +10,7 @@ from __future__ import annotations
 from ._context import Context
 from ._optix._types import BuildFlags, ExceptionFlags, PrimitiveTypeFlags, RayFlags, TraversableGraphFlags
 from ._structs import struct_dtype
-from .accel import AccelOptions, GeometryAccel, TriangleInput
+from .accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, RayCaster, TriangleInput
 from .errors import CudaError, DriverNotFoundError, NvrtcError, OptixAsyncError, OptixError
 from .program import (
     CompileOptions,
@@ -23,6 +23,7 @@ from .program import (
     clear_cache,
     record_dtype,
 )
+from .scheduler import FrameHandle, FrameResult, FrameScheduler, SchedulerOptions
 
 __version__ = "0.1.0"
 
@@ -34,7 +35,13 @@ __all__ = [
     "CudaError",
     "DriverNotFoundError",
     "ExceptionFlags",
+    "FrameHandle",
+    "FrameResult",
+    "FrameScheduler",
     "GeometryAccel",
+    "Instance",
+    "InstanceAccel",
+    "RayCaster",
     "Module",
     "ModuleOptions",
     "NvrtcError",
@@ -45,6 +52,7 @@ __all__ = [
     "PrimitiveTypeFlags",
     "ProgramGroup",
     "RayFlags",
+    "SchedulerOptions",
     "ShaderBindingTable",
     "TraversableGraphFlags",
     "TriangleInput",

@@ -18,7 +18,7 @@ from ._structs import struct_dtype
 from .accel import GeometryAccel, TriangleInput
 from .program import PipelineOptions, ShaderBindingTable
 
-__all__ = ["HELLO_PARAMS", "DEFAULT_TRIANGLE", "HelloResult", "render_triangle"]
+__all__ = ["HELLO_PARAMS", "DEFAULT_TRIANGLE", "HelloResult", "HelloRenderer", "render_triangle"]
 
 #: Layout of ``HelloParams`` in ``kernels/hello_triangle.cu``.
 HELLO_PARAMS = struct_dtype(
@@ -90,3 +90,31 @@ def render_triangle(
     for obj in (pipeline, hit, miss, raygen, module):
         obj.close()
     return HelloResult(result, setup_seconds, module.ptx_cache_hit, timings)
+
+
+class HelloRenderer:
+    """The hello-triangle pipeline kept for use inside scheduler frames (barycentric shading, distance in alpha)."""
+
+    def __init__(self, ctx: Any, miss_color: tuple[float, float, float] = (0.1, 0.2, 0.3)) -> None:
+        options = PipelineOptions(num_payload_values=4)
+        self.module = ctx.create_module("hello_triangle.cu", pipeline_options=options)
+        self.raygen = ctx.create_raygen(self.module, "__raygen__hello")
+        self.miss = ctx.create_miss(self.module, "__miss__hello")
+        self.hit = ctx.create_hitgroup(self.module, closesthit="__closesthit__hello")
+        self.pipeline = ctx.create_pipeline([self.raygen, self.miss, self.hit], max_trace_depth=1)
+        miss_data = np.zeros((), MISS_DATA)
+        miss_data["color"] = miss_color
+        self.sbt = ShaderBindingTable(ctx, self.raygen, [(self.miss, miss_data)], [self.hit])
+
+    def record(self, frame: Any, handle: int, width: int, height: int,
+               view: tuple[float, float, float, float] = (-1.0, -1.0, 1.0, 1.0), eye_z: float = -1.0,
+               readback: bool = True) -> Any:
+        """Launch into the frame's ``image`` buffer (and read it back as ``"image"``)."""
+        image = frame.buffer("image", (height, width, 4), np.float32)
+        p = frame.params
+        p["image"], p["width"], p["height"], p["handle"] = image.data.ptr, width, height, handle
+        p["view_min"], p["view_max"], p["eye_z"] = view[:2], view[2:], eye_z
+        frame.launch(self.pipeline, self.sbt, width, height)
+        if readback:
+            frame.readback(image, "image")
+        return image

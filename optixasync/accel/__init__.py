@@ -1,6 +1,20 @@
-"""Acceleration structures: triangle GAS (and, built on it, instancing, compaction and refit)."""
+"""Acceleration structures: triangle GAS, instancing, deferred compaction and refit."""
 
-from ._gas import AccelOptions, GeometryAccel
+from ._base import AccelOptions, AccelStructure
+from ._gas import GeometryAccel
+from ._ias import INSTANCE_DTYPE, Instance, InstanceAccel
 from ._inputs import TriangleInput, check_indices, check_vertices
+from ._raycast import RayCaster
 
-__all__ = ["AccelOptions", "GeometryAccel", "TriangleInput", "check_indices", "check_vertices"]
+__all__ = [
+    "AccelOptions",
+    "AccelStructure",
+    "GeometryAccel",
+    "INSTANCE_DTYPE",
+    "Instance",
+    "InstanceAccel",
+    "RayCaster",
+    "TriangleInput",
+    "check_indices",
+    "check_vertices",
+]

@@ -1,0 +1,279 @@
+"""What GAS and IAS share: build, refit and deferred compaction on a stream.
+
+Blocking calls: none, except :meth:`AccelStructure.compact` with
+``wait=True`` (it waits for the emitted compacted size; meant for offline
+use). The compacted size travels to pinned host memory behind an event and
+is read only once that event has passed; temporary buffers are freed in
+stream order; GPU build times come from timing events queried lazily.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._options import coerce_options
+from .._optix import check
+from .._optix import types as t
+from ..cuda import stream_handle, timing_event
+
+__all__ = ["AccelOptions", "AccelStructure", "aligned"]
+
+
+@dataclass(frozen=True)
+class AccelOptions:
+    """Build options of an acceleration structure.
+
+    Attributes
+    ----------
+    prefer : {"fast_trace", "fast_build", "default"}
+        Trade build time against trace speed.
+    allow_update : bool
+        Allow refits (``OPTIX_BUILD_OPERATION_UPDATE``) after the build.
+    allow_compaction : bool
+        Emit the compacted size at build time so the structure can be compacted later.
+    random_vertex_access : bool
+        Let programs read triangle vertices back from the GAS.
+    """
+
+    prefer: str = "fast_trace"
+    allow_update: bool = False
+    allow_compaction: bool = False
+    random_vertex_access: bool = False
+
+    def __post_init__(self) -> None:
+        if self.prefer not in ("fast_trace", "fast_build", "default"):
+            raise ValueError(f"prefer must be 'fast_trace', 'fast_build' or 'default', got {self.prefer!r}")
+
+    @property
+    def build_flags(self) -> int:
+        flags = t.BuildFlags.NONE
+        if self.prefer == "fast_trace":
+            flags |= t.BuildFlags.PREFER_FAST_TRACE
+        elif self.prefer == "fast_build":
+            flags |= t.BuildFlags.PREFER_FAST_BUILD
+        if self.allow_update:
+            flags |= t.BuildFlags.ALLOW_UPDATE
+        if self.allow_compaction:
+            flags |= t.BuildFlags.ALLOW_COMPACTION
+        if self.random_vertex_access:
+            flags |= t.BuildFlags.ALLOW_RANDOM_VERTEX_ACCESS
+        return int(flags)
+
+
+def aligned(nbytes: int, alignment: int = t.ACCEL_BUFFER_BYTE_ALIGNMENT) -> int:
+    return (int(nbytes) + alignment - 1) // alignment * alignment
+
+
+class _GpuTimer:
+    """Start and end timing events around one operation; the time is read once both have passed."""
+
+    def __init__(self, stream: Any) -> None:
+        self.start = timing_event()
+        self.start.record(stream)
+        self.end: Any = None
+
+    def stop(self, stream: Any) -> None:
+        self.end = timing_event()
+        self.end.record(stream)
+
+    @property
+    def ms(self) -> float | None:
+        if self.end is None or not self.end.done:
+            return None
+        import cupy
+
+        return float(cupy.cuda.get_elapsed_time(self.start, self.end))
+
+
+class AccelStructure:
+    """Base of :class:`GeometryAccel` and :class:`InstanceAccel`.
+
+    Subclasses fill ``self._structs`` (a ctypes array of ``OptixBuildInput``)
+    and call :meth:`_build`.
+
+    Attributes
+    ----------
+    handle : int
+        The ``OptixTraversableHandle``; changes when the structure is compacted.
+    nbytes : int
+        Size of the current output buffer.
+    ready : cupy.cuda.Event
+        Recorded after the last build, refit or compaction.
+    """
+
+    def __init__(self, ctx: Any, options: Any, stream: Any) -> None:
+        self.ctx = ctx
+        self.options = coerce_options(AccelOptions, options)
+        self.stream = ctx.stream if stream is None else stream
+        stream_handle(self.stream)
+        self.handle = 0
+        self.nbytes = 0
+        self.buffer: Any = None
+        self.compacted = False
+        self.uncompacted_nbytes = 0
+        self._structs: Any = None
+        self._count = 0
+        self._size_event: Any = None
+        self._size_host: np.ndarray | None = None
+        self._build_timer: _GpuTimer | None = None
+        self._refit_timer: _GpuTimer | None = None
+        self.refits = 0
+
+    def _stream_for(self, stream: Any) -> Any:
+        """The stream to use, made to wait (on the GPU) for the last operation if it is another one."""
+        if stream is None:
+            return self.stream
+        handle = stream_handle(stream)
+        if handle != stream_handle(self.stream) and getattr(self, "ready", None) is not None:
+            import cupy
+
+            cupy.cuda.runtime.streamWaitEvent(handle, self.ready.ptr, 0)
+        return stream
+
+    def _sizes(self, operation: t.BuildOperation) -> t.AccelBufferSizes:
+        build_options = self._build_options(operation)
+        sizes = t.AccelBufferSizes()
+        check(
+            self.ctx.api.optixAccelComputeMemoryUsage(
+                self.ctx.handle, ctypes.byref(build_options), self._structs, self._count, ctypes.byref(sizes)
+            ),
+            "optixAccelComputeMemoryUsage",
+            api=self.ctx.api,
+        )
+        return sizes
+
+    def _build_options(self, operation: t.BuildOperation) -> t.AccelBuildOptions:
+        build_options = t.AccelBuildOptions()
+        build_options.buildFlags = self.options.build_flags
+        build_options.operation = int(operation)
+        return build_options
+
+    def _build(self, operation: t.BuildOperation, stream: Any) -> None:
+        ctx = self.ctx
+        building = operation == t.BuildOperation.BUILD
+        if building:
+            sizes = self._sizes(operation)
+            self.buffer_sizes = (int(sizes.outputSizeInBytes), int(sizes.tempSizeInBytes), int(sizes.tempUpdateSizeInBytes))
+            temp_size = aligned(sizes.tempSizeInBytes)
+            temp = ctx.memory.alloc(temp_size, stream)
+            # Refits reuse one temp buffer (their size is fixed by the build); the stream order keeps them apart.
+            self._temp_update = ctx.memory.alloc(aligned(sizes.tempUpdateSizeInBytes), stream) if self.options.allow_update else None
+        else:
+            temp_size = aligned(self.buffer_sizes[2])
+            temp = self._temp_update
+        emit = None
+        emit_count = 0
+        if building:
+            self.buffer = ctx.memory.alloc(aligned(sizes.outputSizeInBytes), stream)
+            self.nbytes = self.uncompacted_nbytes = int(sizes.outputSizeInBytes)
+            self.compacted = False
+            if self.options.allow_compaction:
+                self._size_device = ctx.memory.alloc(8, stream)
+                emit = t.AccelEmitDesc(int(self._size_device.ptr), int(t.AccelPropertyType.COMPACTED_SIZE))
+                emit_count = 1
+        timer = _GpuTimer(stream)
+        handle = ctypes.c_uint64(self.handle)
+        check(
+            ctx.api.optixAccelBuild(
+                ctx.handle, stream_handle(stream), ctypes.byref(self._build_options(operation)), self._structs,
+                self._count, int(temp.ptr), temp_size, int(self.buffer.ptr), aligned(self.nbytes),
+                ctypes.byref(handle), ctypes.byref(emit) if emit is not None else None, emit_count,
+            ),
+            "optixAccelBuild" if building else "optixAccelBuild(update)",
+            api=ctx.api,
+        )
+        timer.stop(stream)
+        self.handle = int(handle.value)
+        del temp  # freed in the stream's order: after the build, never under it
+        if building:
+            self._build_timer = timer
+            if emit is not None:
+                # The compacted size travels to pinned memory behind an event; nobody waits for it here.
+                staging, self._size_host = ctx.pinned.array((1,), np.uint64)
+                staging.copy_from_device_async(self._size_device, stream, 8)
+                self._size_staging = staging
+                self._size_event = ctx.deferred.after(stream)
+        else:
+            self._refit_timer = timer
+        self.ready = timer.end
+
+    # -- reporting -----------------------------------------------------------------
+    @property
+    def build_ms(self) -> float | None:
+        """GPU time of the last full build, None until it has finished."""
+        return self._build_timer.ms if self._build_timer else None
+
+    @property
+    def refit_ms(self) -> float | None:
+        """GPU time of the last refit, None until it has finished (or if never refitted)."""
+        return self._refit_timer.ms if self._refit_timer else None
+
+    @property
+    def compacted_size(self) -> int | None:
+        """The size the structure compacts to; None until the GPU has reported it (never waits)."""
+        if self._size_event is None or not self._size_event.done:
+            return None
+        return int(self._size_host[0])  # type: ignore[index]
+
+    def memory_report(self) -> dict[str, Any]:
+        return {
+            "uncompacted_bytes": self.uncompacted_nbytes,
+            "bytes": self.nbytes,
+            "compacted": self.compacted,
+            "compacted_size": self.compacted_size,
+            "build_ms": self.build_ms,
+            "refit_ms": self.refit_ms,
+        }
+
+    # -- compaction ----------------------------------------------------------------
+    def compact(self, wait: bool = False, stream: Any = None) -> bool:
+        """Compact the structure into a buffer of its compacted size.
+
+        Parameters
+        ----------
+        wait : bool
+            False (the default, for render loops): compact only if the size
+            has already arrived, else return False and try again next frame.
+            True (offline): wait for the size, then compact.
+        stream : stream, optional
+            Where the copy is enqueued; pass the stream the structure is
+            traced on (``frame.stream``) so that the old buffer, held until
+            the work enqueued there so far has passed, outlives every trace of it.
+
+        Returns
+        -------
+        bool
+            Whether the structure was compacted by this call.
+        """
+        if not self.options.allow_compaction:
+            raise ValueError("this structure was built without allow_compaction=True")
+        if self.compacted:
+            return False
+        if wait and self._size_event is not None:
+            self._size_event.synchronize()
+        size = self.compacted_size
+        if size is None:
+            return False
+        stream = self._stream_for(stream)
+        ctx = self.ctx
+        new_buffer = ctx.memory.alloc(aligned(size), stream)
+        handle = ctypes.c_uint64()
+        check(
+            ctx.api.optixAccelCompact(
+                ctx.handle, stream_handle(stream), self.handle, int(new_buffer.ptr), aligned(size), ctypes.byref(handle)
+            ),
+            "optixAccelCompact",
+            api=ctx.api,
+        )
+        old = self.buffer
+        self.buffer, self.handle, self.nbytes, self.compacted = new_buffer, int(handle.value), size, True
+        self.ready = ctx.deferred.after(stream, old)  # the old structure lives until earlier traces have passed
+        return True
+
+    def close(self) -> None:
+        self.buffer = None
+        self.handle = 0

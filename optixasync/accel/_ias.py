@@ -1,0 +1,136 @@
+"""Instance acceleration structures (IAS): transformed instances of GAS (or IAS).
+
+Blocking calls: none (see ``_gas``). The instance records travel through
+pinned staging on the build stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._optix import types as t
+from ._base import AccelStructure
+
+__all__ = ["Instance", "InstanceAccel", "INSTANCE_DTYPE"]
+
+#: One ``OptixInstance`` record (80 bytes).
+INSTANCE_DTYPE = np.dtype(
+    {
+        "names": ["transform", "instance_id", "sbt_offset", "visibility_mask", "flags", "handle"],
+        "formats": [("<f4", (3, 4)), "<u4", "<u4", "<u4", "<u4", "<u8"],
+        "offsets": [0, 48, 52, 56, 60, 64],
+        "itemsize": 80,
+    }
+)
+
+
+@dataclass
+class Instance:
+    """One instance of an acceleration structure.
+
+    Attributes
+    ----------
+    accel : AccelStructure
+        The instanced structure; its current ``handle`` is read when the IAS is (re)built.
+    transform : array (3, 4) float32
+        Object-to-world affine transform, row-major.
+    instance_id : int
+        Reported by ``optixGetInstanceId``.
+    sbt_offset : int
+        Added to the hit group index.
+    visibility_mask : int
+        8-bit mask tested against the ray's mask.
+    flags : InstanceFlags
+    """
+
+    accel: AccelStructure
+    transform: Any = field(default_factory=lambda: np.eye(3, 4, dtype=np.float32))
+    instance_id: int = 0
+    sbt_offset: int = 0
+    visibility_mask: int = 0xFF
+    flags: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.accel, AccelStructure):
+            raise TypeError(f"Instance.accel must be a GeometryAccel or InstanceAccel, got {type(self.accel).__name__}")
+        transform = np.asarray(self.transform, dtype=np.float32)
+        if transform.shape == (4, 4):
+            transform = transform[:3]
+        if transform.shape != (3, 4):
+            raise ValueError(f"Instance.transform must have shape (3, 4) or (4, 4), got {transform.shape}")
+        if not np.isfinite(transform).all():
+            raise ValueError("Instance.transform contains NaN or Inf")
+        self.transform = transform
+        if not 0 <= self.visibility_mask <= 0xFF:
+            raise ValueError(f"visibility_mask must fit in 8 bits, got {self.visibility_mask:#x}")
+        if not 0 <= self.instance_id < 2**28:
+            raise ValueError(f"instance_id must be in [0, 2**28), got {self.instance_id}")
+
+
+class InstanceAccel(AccelStructure):
+    """An IAS over :class:`Instance` records.
+
+    Parameters
+    ----------
+    ctx : Context
+    instances : sequence of Instance
+    options : AccelOptions or dict, optional
+    stream : stream, optional
+        Build stream; ordered after each instanced structure's last operation.
+    """
+
+    def __init__(self, ctx: Any, instances: Sequence[Instance], options: Any = None, *, stream: Any = None) -> None:
+        super().__init__(ctx, options, stream)
+        self.instances = list(instances)
+        if not self.instances or not all(isinstance(i, Instance) for i in self.instances):
+            raise TypeError("instances must be a non-empty sequence of Instance")
+        self._count = 1
+        self._structs = (t.BuildInput * 1)()
+        self._structs[0].type = t.BuildInputType.INSTANCES
+        self._upload_records(self.stream)
+        self._build(t.BuildOperation.BUILD, self.stream)
+
+    def records(self) -> np.ndarray:
+        """The ``OptixInstance`` records for the instances' current handles."""
+        records = np.zeros(len(self.instances), INSTANCE_DTYPE)
+        for k, inst in enumerate(self.instances):
+            if inst.accel.handle == 0:
+                raise ValueError(f"instance {k} refers to a closed acceleration structure")
+            records[k] = (inst.transform, inst.instance_id, inst.sbt_offset, inst.visibility_mask, inst.flags,
+                          inst.accel.handle)
+        return records
+
+    def _upload_records(self, stream: Any) -> None:
+        for inst in self.instances:
+            inst.accel._stream_for(stream)  # build after the instanced structures' last operations
+        self._records = self.ctx.upload(self.records(), stream)
+        arr = self._structs[0].instanceArray
+        arr.instances = int(self._records.data.ptr)
+        arr.numInstances = len(self.instances)
+        arr.instanceStride = 0
+
+    def rebuild(self, instances: Sequence[Instance] | None = None, stream: Any = None) -> None:
+        """Rebuild over new or changed instances (new transforms, compacted or rebuilt children)."""
+        if instances is not None:
+            self.instances = list(instances)
+        stream = self._stream_for(stream)
+        self._upload_records(stream)
+        self._build(t.BuildOperation.BUILD, stream)
+
+    def refit(self, stream: Any = None) -> None:
+        """Update in place after instance transforms changed (same instances, same children)."""
+        if not self.options.allow_update:
+            raise ValueError("this structure was built without allow_update=True; it cannot be refitted")
+        stream = self._stream_for(stream)
+        self._upload_records(stream)
+        self._build(t.BuildOperation.UPDATE, stream)
+        self.refits += 1
+
+    def __repr__(self) -> str:
+        return f"<optixasync.InstanceAccel instances={len(self.instances)} bytes={self.nbytes}>"
+
+

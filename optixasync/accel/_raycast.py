@@ -1,0 +1,75 @@
+"""Cast rays against any traversable and read back the closest hits (tests, tools, picking).
+
+:meth:`RayCaster.cast` returns numpy arrays, so it waits for its own launch;
+it is not meant for a frame's submit path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._structs import struct_dtype
+from ..program import PipelineOptions, ShaderBindingTable
+
+__all__ = ["RayCaster", "RAYCAST_PARAMS"]
+
+RAYCAST_PARAMS = struct_dtype(
+    [("origins", "ptr"), ("directions", "ptr"), ("t", "ptr"), ("prim", "ptr"), ("inst", "ptr"), ("handle", "handle"),
+     ("count", "uint"), ("tmin", "float"), ("tmax", "float")]
+)
+
+
+class RayCaster:
+    """Closest-hit queries: distance, primitive index and instance id per ray."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        options = PipelineOptions(num_payload_values=3)
+        self.module = ctx.create_module("raycast.cu", pipeline_options=options)
+        self.raygen = ctx.create_raygen(self.module, "__raygen__cast")
+        self.miss = ctx.create_miss(self.module, "__miss__cast")
+        self.hit = ctx.create_hitgroup(self.module, closesthit="__closesthit__cast")
+        self.pipeline = ctx.create_pipeline([self.raygen, self.miss, self.hit], max_trace_depth=1)
+        self.sbt = ShaderBindingTable(ctx, self.raygen, [self.miss], [self.hit])
+
+    def cast(self, accel: Any, origins: Any, directions: Any, tmin: float = 0.0, tmax: float = 1e30,
+             stream: Any = None) -> dict[str, np.ndarray]:
+        """Trace ``origins + t * directions`` against ``accel`` (a structure or a raw handle).
+
+        Returns a dict of numpy arrays: ``t`` (float32, -1 on a miss), ``prim``
+        and ``inst`` (int32, -1 on a miss) and ``hit`` (bool).
+        """
+        origins = np.ascontiguousarray(origins, dtype=np.float32)
+        directions = np.ascontiguousarray(directions, dtype=np.float32)
+        if origins.ndim != 2 or origins.shape[1] != 3 or origins.shape != directions.shape or len(origins) == 0:
+            raise ValueError(f"origins and directions must both have shape (R, 3), got {origins.shape}, {directions.shape}")
+        ctx = self.ctx
+        stream = ctx.stream if stream is None else stream
+        handle = accel if isinstance(accel, int) else accel.handle
+        if not isinstance(accel, int):
+            accel._stream_for(stream)
+        count = len(origins)
+        o, d = ctx.upload(origins, stream), ctx.upload(directions, stream)
+        t = ctx.memory.empty((count,), np.float32, stream)
+        prim = ctx.memory.empty((count,), np.int32, stream)
+        inst = ctx.memory.empty((count,), np.int32, stream)
+        params = np.zeros((), RAYCAST_PARAMS)
+        params["origins"], params["directions"] = o.data.ptr, d.data.ptr
+        params["t"], params["prim"], params["inst"] = t.data.ptr, prim.data.ptr, inst.data.ptr
+        params["handle"], params["count"], params["tmin"], params["tmax"] = handle, count, tmin, tmax
+        params_device = ctx.upload(params, stream)
+        self.pipeline.launch(self.sbt, params_device, count, stream=stream)
+        out = {}
+        staged = []
+        for name, device in (("t", t), ("prim", prim), ("inst", inst)):
+            buffer, view = ctx.pinned.array(device.shape, device.dtype)
+            buffer.copy_from_device_async(device, stream)
+            staged.append((name, buffer, view))
+        done = ctx.deferred.after(stream, o, d, t, prim, inst, params_device)
+        done.synchronize()  # the caller asked for hits: wait for this query only
+        for name, _buffer, view in staged:
+            out[name] = view.copy()
+        out["hit"] = out["prim"] >= 0
+        return out
