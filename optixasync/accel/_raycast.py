@@ -39,7 +39,8 @@ class RayCaster:
         """Trace ``origins + t * directions`` against ``accel`` (a structure or a raw handle).
 
         Returns a dict of numpy arrays: ``t`` (float32, -1 on a miss), ``prim``
-        and ``inst`` (int32, -1 on a miss) and ``hit`` (bool).
+        and ``inst`` (int32, -1 on a miss; ``inst`` is also -1 for hits on a GAS
+        traced without an instance, where OptiX reports the id ~0) and ``hit`` (bool).
         """
         origins = np.ascontiguousarray(origins, dtype=np.float32)
         directions = np.ascontiguousarray(directions, dtype=np.float32)

@@ -10,14 +10,18 @@ rays are too close to call:
 ``bary``
     min(b0, b1, b2) at the nearest hit (NaN for a miss).
 ``bary_graze``
-    The smallest |min(b0, b1, b2)| over the triangles hit or nearly hit (the line passes within 5% of
-    their size) at or before the nearest hit, or anywhere in [tmin, tmax] for a miss (inf if none).
+    The smallest |min(b0, b1, b2)| over the triangles hit or nearly hit (min barycentric above -0.5) at
+    or before the nearest hit, or anywhere in [tmin, tmax] for a miss (inf if none).
 ``edge_distance``
     For the same triangles, the distance, measured perpendicular to the ray, between the ray and that triangle's nearest
     edge line; the smallest of these (inf if none). Small means the ray grazes an edge, where float32 may
     decide either way.
 ``t_second``
     The second smallest ``t`` among the hits in [tmin, tmax] (inf if fewer than two).
+``cos_incidence``
+    |cos| of the angle between the ray and the normal of the triangle at the nearest hit (NaN for a miss).
+    Near zero the ray grazes the triangle's plane and ``t`` is ill-conditioned: a float32 rounding of the
+    corners moves it far along the ray.
 ``t_boundary``
     The smallest relative gap between the ``t`` of any triangle the ray passes through and ``tmin`` or
     ``tmax`` (inf if none): a hit that close to the interval's ends may fall either way.
@@ -34,7 +38,7 @@ __all__ = ["cast_reference", "cast_instances_reference", "ambiguous_rays", "tran
 # Elements of one (rays x triangles) float64 temporary; a few dozen of those are alive at once.
 _CHUNK_ELEMENTS = 1_500_000
 # Triangles whose min barycentric is above -_NEAR are kept for the grazing analysis.
-_NEAR = 0.05
+_NEAR = 0.5
 
 
 def transform_points(points: np.ndarray, transform: np.ndarray) -> np.ndarray:
@@ -62,8 +66,9 @@ def _cast_triangles(v0: np.ndarray, v1: np.ndarray, v2: np.ndarray, origins: np.
     edge_distance = np.full(num_rays, np.inf)
     t_boundary = np.full(num_rays, np.inf)
     bary_graze = np.full(num_rays, np.inf)
+    cos_incidence = np.full(num_rays, np.nan)
     result = {"t": t_best, "prim": prim, "bary": bary, "bary_graze": bary_graze, "t_second": t_second,
-              "edge_distance": edge_distance, "t_boundary": t_boundary}
+              "edge_distance": edge_distance, "t_boundary": t_boundary, "cos_incidence": cos_incidence}
     if num_rays == 0 or num_tris == 0:
         return result
 
@@ -138,6 +143,11 @@ def _cast_triangles(v0: np.ndarray, v1: np.ndarray, v2: np.ndarray, origins: np.
             per_ray = np.full(stop - start, np.inf)
             np.minimum.at(per_ray, r_idx, np.abs(bmin[r_idx, t_idx]))
             bary_graze[start:stop] = per_ray
+    hit = prim >= 0
+    normals = np.cross(e1[prim[hit]], e2[prim[hit]])
+    cos_incidence[hit] = np.abs(np.einsum("rk,rk->r", normals, directions[hit])) / (
+        np.linalg.norm(normals, axis=1) * np.linalg.norm(directions[hit], axis=1)
+    )
     return result
 
 
@@ -153,6 +163,7 @@ def _finish(raw: dict[str, np.ndarray], inst: np.ndarray) -> dict[str, np.ndarra
         "edge_distance": raw["edge_distance"],
         "t_second": raw["t_second"],
         "t_boundary": raw["t_boundary"],
+        "cos_incidence": raw["cos_incidence"],
     }
 
 
@@ -229,13 +240,14 @@ def cast_reference(vertices: np.ndarray, indices: np.ndarray, origins: np.ndarra
 
 
 def ambiguous_rays(ref: dict[str, np.ndarray], *, bary_margin: float = 1e-4, t_rel: float = 1e-5,
-                   edge_margin: float = 0.0) -> np.ndarray:
+                   edge_margin: float = 0.0, min_cos: float = 0.0) -> np.ndarray:
     """Rays whose closest hit a float32 implementation may legitimately decide differently.
 
     A ray is ambiguous when its nearest hit, or a triangle it hits or nearly hits before that (anywhere in
     range for a miss), lies within ``bary_margin`` (barycentric) of an edge, when it passes within ``edge_margin`` (world units, perpendicular to the ray) of the edge of any triangle hit
     or nearly hit before its nearest hit, when its two nearest hits differ by less than ``t_rel`` relative,
-    or when a triangle it passes through lies within ``t_rel`` relative of tmin or tmax.
+    when a triangle it passes through lies within ``t_rel`` relative of tmin or tmax, or when it meets the
+    plane of its nearest hit at a grazing angle (|cos| to the normal below ``min_cos``).
     """
     hit = ref["hit"]
     close_edge = (hit & (ref["bary"] < bary_margin)) | (ref["bary_graze"] < bary_margin)
@@ -244,4 +256,6 @@ def ambiguous_rays(ref: dict[str, np.ndarray], *, bary_margin: float = 1e-4, t_r
         t_near = np.where(hit, ref["t"], np.nan)
         close_pair = hit & (np.abs(ref["t_second"] - t_near) <= t_rel * np.abs(t_near))
     boundary = ref["t_boundary"] < t_rel
-    return close_edge | grazing | close_pair | boundary
+    with np.errstate(invalid="ignore"):
+        glancing = hit & (ref["cos_incidence"] < min_cos)
+    return close_edge | grazing | close_pair | boundary | glancing

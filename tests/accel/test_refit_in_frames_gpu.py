@@ -12,6 +12,8 @@ from optixasync.scheduler import FrameScheduler
 
 pytestmark = pytest.mark.gpu
 
+VIEW = (-0.7, -0.7, 0.7, 0.7)  # inside the 1.6-wide grid: every pixel hits
+
 
 def test_refit_is_ordered_after_frames_in_flight(ctx):
     sched = FrameScheduler(ctx, 3, params_dtype=HELLO_PARAMS)
@@ -30,7 +32,7 @@ def test_refit_is_ordered_after_frames_in_flight(ctx):
         with sched.frame() as f:
             gas.refit(vertices + np.array([0, 0, z], np.float32), stream=f.stream)
             spin_gpu(100_000_000, f.stream)  # 100 ms: the next frame is recorded while this one still runs
-            renderer.record(f, gas.handle, 64, 64)
+            renderer.record(f, gas.handle, 64, 64, view=VIEW)
         handles.append(f.handle)
         if k > 0:
             # frame k (and its refit) was enqueued while frame k-1 was still in flight
