@@ -16,6 +16,12 @@ Steady state (per frame):
 * ``FrameHandle.result()`` / ``FrameScheduler.drain()`` / ``close()`` wait
   for the frames they are asked for, by design.
 
+Queries that return host data, waiting for their own GPU work only:
+
+* ``RayCaster.cast`` and the hello-triangle ``render_triangle`` (they return numpy arrays).
+* ``AccelStructure.compact(wait=True)`` waits for the emitted compacted size (offline use;
+  ``compact()`` without ``wait`` never waits).
+
 Set-up time (never on the frame path):
 
 * ``Context()`` creates the CUDA primary context and the OptiX device
