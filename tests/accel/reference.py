@@ -13,9 +13,9 @@ rays are too close to call:
     The smallest |min(b0, b1, b2)| over the triangles hit or nearly hit (min barycentric above -0.5) at
     or before the nearest hit, or anywhere in [tmin, tmax] for a miss (inf if none).
 ``edge_distance``
-    For the same triangles, the distance, measured perpendicular to the ray, between the ray and that triangle's nearest
-    edge line; the smallest of these (inf if none). Small means the ray grazes an edge, where float32 may
-    decide either way.
+    For the same triangles, the distance, measured perpendicular to the ray, between the ray and that
+    triangle's nearest edge line; the smallest of these (inf if none). Small means the ray grazes an edge,
+    where float32 may decide either way.
 ``t_second``
     The second smallest ``t`` among the hits in [tmin, tmax] (inf if fewer than two).
 ``cos_incidence``
@@ -225,8 +225,9 @@ def cast_reference(vertices: np.ndarray, indices: np.ndarray, origins: np.ndarra
     tmin, tmax : float
         Only hits with tmin <= t <= tmax count.
     transforms : sequence of (transform (3, 4), instance_id), optional
-        Without it the bare mesh is cast against and a hit's ``inst`` is 0 (as when tracing a bare GAS);
-        with it, one copy of the mesh per transform (object to world), as an instance accel would hold.
+        Without it the bare mesh is cast against and a hit's ``inst`` is 0 (OptiX reports ~0 for a bare
+        GAS: compare ``inst`` only for instances); with it, one copy of the mesh per transform (object to
+        world), as an instance accel would hold.
 
     Returns
     -------
@@ -244,8 +245,9 @@ def ambiguous_rays(ref: dict[str, np.ndarray], *, bary_margin: float = 1e-4, t_r
     """Rays whose closest hit a float32 implementation may legitimately decide differently.
 
     A ray is ambiguous when its nearest hit, or a triangle it hits or nearly hits before that (anywhere in
-    range for a miss), lies within ``bary_margin`` (barycentric) of an edge, when it passes within ``edge_margin`` (world units, perpendicular to the ray) of the edge of any triangle hit
-    or nearly hit before its nearest hit, when its two nearest hits differ by less than ``t_rel`` relative,
+    range for a miss), lies within ``bary_margin`` (barycentric) of an edge, when it passes within
+    ``edge_margin`` (world units, perpendicular to the ray) of the edge of any triangle hit or nearly hit
+    before its nearest hit, when its two nearest hits differ by less than ``t_rel`` relative,
     when a triangle it passes through lies within ``t_rel`` relative of tmin or tmax, or when it meets the
     plane of its nearest hit at a grazing angle (|cos| to the normal below ``min_cos``).
     """

@@ -35,7 +35,7 @@ def test_straight_down_onto_the_square():
     hits = cast_square([[0.75, 0.25, 2.0], [0.25, 0.75, 2.0]], [DOWN, DOWN])
     assert hits["hit"].tolist() == [True, True]
     assert hits["prim"].tolist() == [0, 1]
-    assert hits["inst"].tolist() == [0, 0]  # a bare mesh, as a bare GAS reports
+    assert hits["inst"].tolist() == [0, 0]  # a bare mesh: instance 0
     np.testing.assert_allclose(hits["t"], [2.0, 2.0], rtol=1e-15)
     assert hits["prim"].dtype == np.int32 and hits["inst"].dtype == np.int32 and hits["hit"].dtype == bool
 
