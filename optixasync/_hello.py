@@ -18,7 +18,7 @@ from ._structs import struct_dtype
 from .accel import GeometryAccel, TriangleInput
 from .program import PipelineOptions, ShaderBindingTable
 
-__all__ = ["HELLO_PARAMS", "DEFAULT_TRIANGLE", "HelloResult", "HelloRenderer", "render_triangle"]
+__all__ = ["HELLO_PARAMS", "DEFAULT_TRIANGLE", "HelloResult", "HelloRenderer", "fill_params", "render_triangle"]
 
 #: Layout of ``HelloParams`` in ``kernels/hello_triangle.cu``.
 HELLO_PARAMS = struct_dtype(
@@ -52,56 +52,64 @@ def render_triangle(
     Pixel (x, y) covers world ``view_min + (x+0.5, y+0.5) / size * (view_max - view_min)``
     in xy; row 0 is the smallest y.
     """
-    start = time.perf_counter()
-    options = PipelineOptions(num_payload_values=4, traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
-    module = ctx.create_module("hello_triangle.cu", pipeline_options=options)
-    module_done = time.perf_counter()
-    raygen = ctx.create_raygen(module, "__raygen__hello")
-    miss = ctx.create_miss(module, "__miss__hello")
-    hit = ctx.create_hitgroup(module, closesthit="__closesthit__hello")
-    groups_done = time.perf_counter()
-    pipeline = ctx.create_pipeline([raygen, miss, hit], max_trace_depth=1)
-    setup_seconds = time.perf_counter() - start
-    timings = {"nvrtc_or_cache_s": module.nvrtc_seconds, "optix_module_s": module.optix_seconds,
-               "program_groups_s": groups_done - module_done, "optix_pipeline_s": start + setup_seconds - groups_done}
-
+    renderer = HelloRenderer(ctx, miss_color, TraversableGraphFlags.ALLOW_SINGLE_GAS)
     stream = ctx.stream
     gas = GeometryAccel(ctx, TriangleInput(np.ascontiguousarray(vertices, dtype=np.float32)), stream=stream)
-    miss_data = np.zeros((), MISS_DATA)
-    miss_data["color"] = miss_color
-    sbt = ShaderBindingTable(ctx, raygen, [(miss, miss_data)], [hit], stream=stream)
-
     image = ctx.memory.empty((height, width, 4), np.float32, stream)
     params = np.zeros((), HELLO_PARAMS)
-    params["image"] = image.data.ptr
-    params["width"], params["height"] = width, height
-    params["handle"] = gas.handle
-    params["view_min"] = view[:2]
-    params["view_max"] = view[2:]
-    params["eye_z"] = eye_z
+    fill_params(params, image, gas.handle, view, eye_z)
     params_device = ctx.upload(params, stream)
-    pipeline.launch(sbt, params_device, width, height, stream=stream)
+    renderer.pipeline.launch(renderer.sbt, params_device, width, height, stream=stream)
 
     readback, host = ctx.pinned.array((height, width, 4), np.float32)
     readback.copy_from_device_async(image, stream, image.nbytes)
-    done = ctx.deferred.after(stream, image, params_device, gas, sbt)
+    done = ctx.deferred.after(stream, image, params_device, gas, renderer.sbt)
     done.synchronize()  # the caller asked for pixels: wait for this frame only
     result = host.copy()
-    for obj in (pipeline, hit, miss, raygen, module):
-        obj.close()
-    return HelloResult(result, setup_seconds, module.ptx_cache_hit, timings)
+    renderer.close()
+    return HelloResult(result, renderer.setup_seconds, renderer.module.ptx_cache_hit, renderer.timings)
+
+
+def fill_params(params: Any, image: Any, handle: int, view: tuple[float, float, float, float], eye_z: float) -> None:
+    """Write ``HelloParams`` for rendering into ``image`` (a (height, width, 4) float32 device array)."""
+    height, width = image.shape[:2]
+    params["image"], params["width"], params["height"], params["handle"] = image.data.ptr, width, height, handle
+    params["view_min"], params["view_max"], params["eye_z"] = view[:2], view[2:], eye_z
 
 
 class HelloRenderer:
-    """The hello-triangle pipeline kept for use inside scheduler frames (barycentric shading, distance in alpha)."""
+    """The hello-triangle pipeline: barycentric shading, hit distance in alpha.
 
-    def __init__(self, ctx: Any, miss_color: tuple[float, float, float] = (0.1, 0.2, 0.3)) -> None:
-        options = PipelineOptions(num_payload_values=4)
+    Attributes
+    ----------
+    setup_seconds : float
+        Host time to create the module, program groups and pipeline.
+    timings : dict
+        That time broken down: NVRTC or PTX cache, ``optixModuleCreate``, program groups, pipeline.
+    """
+
+    def __init__(
+        self,
+        ctx: Any,
+        miss_color: tuple[float, float, float] = (0.1, 0.2, 0.3),
+        traversable_graph_flags: TraversableGraphFlags = TraversableGraphFlags.ALLOW_ANY,
+    ) -> None:
+        start = time.perf_counter()
+        options = PipelineOptions(num_payload_values=4, traversable_graph_flags=traversable_graph_flags)
         self.module = ctx.create_module("hello_triangle.cu", pipeline_options=options)
+        module_done = time.perf_counter()
         self.raygen = ctx.create_raygen(self.module, "__raygen__hello")
         self.miss = ctx.create_miss(self.module, "__miss__hello")
         self.hit = ctx.create_hitgroup(self.module, closesthit="__closesthit__hello")
+        groups_done = time.perf_counter()
         self.pipeline = ctx.create_pipeline([self.raygen, self.miss, self.hit], max_trace_depth=1)
+        self.setup_seconds = time.perf_counter() - start
+        self.timings = {
+            "nvrtc_or_cache_s": self.module.nvrtc_seconds,
+            "optix_module_s": self.module.optix_seconds,
+            "program_groups_s": groups_done - module_done,
+            "optix_pipeline_s": start + self.setup_seconds - groups_done,
+        }
         miss_data = np.zeros((), MISS_DATA)
         miss_data["color"] = miss_color
         self.sbt = ShaderBindingTable(ctx, self.raygen, [(self.miss, miss_data)], [self.hit])
@@ -111,10 +119,12 @@ class HelloRenderer:
                readback: bool = True) -> Any:
         """Launch into the frame's ``image`` buffer (and read it back as ``"image"``)."""
         image = frame.buffer("image", (height, width, 4), np.float32)
-        p = frame.params
-        p["image"], p["width"], p["height"], p["handle"] = image.data.ptr, width, height, handle
-        p["view_min"], p["view_max"], p["eye_z"] = view[:2], view[2:], eye_z
+        fill_params(frame.params, image, handle, view, eye_z)
         frame.launch(self.pipeline, self.sbt, width, height)
         if readback:
             frame.readback(image, "image")
         return image
+
+    def close(self) -> None:
+        for obj in (self.pipeline, self.hit, self.miss, self.raygen, self.module):
+            obj.close()
