@@ -98,6 +98,10 @@ class FrameRing(Generic[T]):
         """Number of submitted frames whose fence has not passed (queries, never waits)."""
         return sum(1 for entry in self._in_flight if not entry.fence.done)
 
+    def find(self, index: int) -> InFlight[T] | None:
+        """The unretired frame ``index``, if it is still in flight."""
+        return next((entry for entry in self._in_flight if entry.index == index), None)
+
     def oldest(self) -> InFlight[T] | None:
         return self._in_flight[0] if self._in_flight else None
 

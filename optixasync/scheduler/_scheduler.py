@@ -416,7 +416,11 @@ class FrameScheduler:
         frame.handle = self.submit(frame)  # type: ignore[attr-defined]
 
     # -- completion ---------------------------------------------------------------
-    def _retire(self, entry: InFlight) -> list[tuple[FrameHandle, list[Callable]]]:
+    def _retire_all(self, entries: list[InFlight]) -> list[tuple[FrameHandle, list[Callable]]]:
+        """Retire ``entries`` (in order); returns each handle with the callbacks to run outside the lock."""
+        return [self._retire(entry) for entry in entries]
+
+    def _retire(self, entry: InFlight) -> tuple[FrameHandle, list[Callable]]:
         frame, handle, start_event, error = entry.payload
         stats = frame.stats
         stats.host_done = time.perf_counter()
@@ -436,25 +440,21 @@ class FrameScheduler:
                 self._unpolled.append(result)
         frame._holds.clear()
         self.stats.frames.append(stats)
-        return [(handle, handle._finish(result, error))]
+        return handle, handle._finish(result, error)
 
     def _retire_through(self, index: int, timeout: float | None) -> None:
         """Retire every frame up to ``index`` (waiting for their fences), then run their callbacks."""
         if timeout is not None:
+            # Frames complete in order on one stream: once ``index`` has passed, so have all before it.
             deadline = time.perf_counter() + timeout
-            while True:
-                with self._lock:
-                    oldest = self._ring.oldest()
-                if oldest is None or oldest.index > index or oldest.fence.done:
-                    break
-                target = next((e for e in self._ring._in_flight if e.index == index), None)
-                if target is None or target.fence.done:
-                    break
+            with self._lock:
+                target = self._ring.find(index)
+            while target is not None and not target.fence.done:
                 if time.perf_counter() > deadline:
                     return
                 time.sleep(50e-6)
         with self._lock:
-            finished = [item for entry in self._ring.pop_through(index) for item in self._retire(entry)]
+            finished = self._retire_all(self._ring.pop_through(index))
         self._run_callbacks(finished)
 
     def _run_callbacks(self, finished: list[tuple[FrameHandle, list[Callable]]]) -> None:
@@ -476,13 +476,13 @@ class FrameScheduler:
             assert oldest is not None
             oldest.fence.synchronize()  # the GIL is released while waiting
             with self._lock:
-                finished = [item for entry in self._ring.pop_completed() for item in self._retire(entry)]
+                finished = self._retire_all(self._ring.pop_completed())
             self._run_callbacks(finished)
 
     def poll(self) -> list[FrameResult]:
         """Completed frames not handed out yet, in order. Never blocks."""
         with self._lock:
-            finished = [item for entry in self._ring.pop_completed() for item in self._retire(entry)]
+            finished = self._retire_all(self._ring.pop_completed())
             results = list(self._unpolled)
             self._unpolled.clear()
         self._run_callbacks(finished)

@@ -65,6 +65,9 @@ def test_pending_counts_unfinished_fences():
     fences = [submit(ring)[2] for _ in range(4)]
     fences[0].done = fences[1].done = True
     assert ring.pending() == 2 and len(ring) == 4
+    assert ring.find(2).fence is fences[2] and ring.find(7) is None
+    ring.pop_completed()
+    assert ring.find(0) is None and ring.find(3).index == 3
 
 
 def test_misuse_raises():
