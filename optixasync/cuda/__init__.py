@@ -36,10 +36,10 @@ Set-up time (never on the frame path):
   context, so no in-flight work refers to freed objects.
 """
 
-from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_empty, device_pointer
+from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer
 from ._streams import StreamLike, create_stream, fence_event, record_event, stream_handle, timing_event
 
 __all__ = [
-    "DeviceMemory", "PinnedBuffer", "PinnedPool", "device_empty", "device_pointer",
+    "DeviceMemory", "PinnedBuffer", "PinnedPool", "device_pointer",
     "StreamLike", "create_stream", "fence_event", "record_event", "stream_handle", "timing_event",
 ]

@@ -20,7 +20,7 @@ import numpy as np
 
 from ._streams import stream_handle
 
-__all__ = ["DeviceMemory", "PinnedBuffer", "PinnedPool", "device_empty", "device_pointer"]
+__all__ = ["DeviceMemory", "PinnedBuffer", "PinnedPool", "device_pointer"]
 
 
 class DeviceMemory:
@@ -76,10 +76,6 @@ def device_pointer(obj: Any) -> int:
     if hasattr(obj, "ptr"):
         return int(obj.ptr)
     raise TypeError(f"expected device memory, got {type(obj).__name__}")
-
-
-def device_empty(memory: DeviceMemory, shape: Any, dtype: Any, stream: Any) -> Any:
-    return memory.empty(shape, dtype, stream)
 
 
 class PinnedBuffer:

@@ -261,13 +261,9 @@ class Frame:
     def upload(self, array: Any) -> Any:
         """Copy a host array to a new device array through pinned staging, in this frame's stream order."""
         with self._timed():
-            array = np.ascontiguousarray(array)
-            staging, view = self._scheduler.ctx.pinned.array(array.shape, array.dtype)
-            view[...] = array
-            device = self._scheduler.ctx.memory.empty(array.shape, array.dtype, self.stream)
             self._begin_gpu_work()
-            staging.copy_to_device_async(device, self.stream, array.nbytes)
-            self._holds += [staging, device]
+            device = self._scheduler.ctx.upload(array, self.stream)  # staging held until the copy has passed
+            self._holds.append(device)
         return device
 
     def readback(self, device_array: Any, name: str) -> None:
