@@ -69,6 +69,7 @@ class GeometryAccel(AccelStructure):
     def _build_inputs(self) -> Any:
         structs = (t.BuildInput * self._count)()
         self._keep: list[Any] = []  # ctypes arrays the structs point into
+        self._vertex_pointers: list[Any] = []  # per input, the one-element array OptiX reads the vertex address from
         for k, (inp, dev) in enumerate(zip(self.inputs, self._device, strict=True)):
             b = structs[k]
             b.type = t.BuildInputType.TRIANGLES
@@ -76,6 +77,7 @@ class GeometryAccel(AccelStructure):
             vbuf = (ctypes.c_uint64 * 1)(device_pointer(dev["vertices"]))
             flags = (ctypes.c_uint * inp.num_sbt_records)(*([int(t.GeometryFlags.DISABLE_ANYHIT)] * inp.num_sbt_records))
             self._keep += [vbuf, flags]
+            self._vertex_pointers.append(vbuf)
             tri.vertexBuffers = ctypes.cast(vbuf, ctypes.POINTER(ctypes.c_uint64))
             tri.numVertices = inp.num_vertices
             tri.vertexFormat = t.VertexFormat.FLOAT3
@@ -123,7 +125,7 @@ class GeometryAccel(AccelStructure):
         for k, array in enumerate(per_input):
             device = self._device_array(array, stream)
             self._device[k]["vertices"] = device
-            self._keep[2 * k][0] = device_pointer(device)
+            self._vertex_pointers[k][0] = device_pointer(device)
         self._build(t.BuildOperation.UPDATE, stream)
         self.refits += 1
 

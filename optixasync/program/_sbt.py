@@ -38,8 +38,12 @@ def record_dtype(data_dtype: Any = None) -> np.dtype:
 
 
 def _split(entry: Any, kind: t.ProgramGroupKind, role: str) -> tuple[ProgramGroup, np.ndarray | None]:
-    group, data = (entry, None) if isinstance(entry, ProgramGroup) else (entry[0], entry[1]) if (
-        isinstance(entry, tuple) and len(entry) == 2) else (None, None)
+    if isinstance(entry, ProgramGroup):
+        group, data = entry, None
+    elif isinstance(entry, tuple) and len(entry) == 2:
+        group, data = entry
+    else:
+        group, data = None, None
     if not isinstance(group, ProgramGroup):
         raise TypeError(f"{role} record must be a ProgramGroup or (ProgramGroup, data), got {type(entry).__name__}")
     if group.kind != kind:
