@@ -1,11 +1,15 @@
-"""The ``optixasync`` command: ``doctor`` (and, as they land, ``render`` and ``syncwatch``).
+"""The ``optixasync`` command: ``doctor``, ``render`` and ``syncwatch``.
 
-A thin layer over the public API.
+A thin layer over the public API. Each subcommand other than ``doctor`` lives
+beside the code it drives, in a ``_cli`` module with ``add_parser(subparsers)``
+and ``run(args) -> int``; those modules import nothing heavy at import time,
+so ``optixasync --help`` works without CuPy or a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 
@@ -92,14 +96,24 @@ def doctor(out=print) -> int:
     return 0
 
 
+#: Subcommand name -> module with ``add_parser(subparsers)`` and ``run(args)``.
+SUBCOMMAND_MODULES = {
+    "render": "optixasync.render._cli",
+    "syncwatch": "optixasync.diagnostics._cli",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="optixasync", description="OptiX from Python with an asynchronous frame pipeline")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="check the driver, OptiX, NVRTC and a test pipeline")
+    modules = {name: importlib.import_module(path) for name, path in SUBCOMMAND_MODULES.items()}
+    for module in modules.values():
+        module.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "doctor":
         return doctor()
-    return 2
+    return int(modules[args.command].run(args) or 0)
 
 
 if __name__ == "__main__":
