@@ -13,6 +13,10 @@ Part 1 - host time inside the build submission while the GPU is busy with
 
 Part 2 - an animated mesh refitted every frame inside the frame scheduler
 (vertices computed by a GPU kernel, a 256x256 trace per frame).
+
+Part 3 - the first operations of a fresh process behind a busy GPU, with and
+without the context's warm-up (each in its own process, since OptiX loads
+the code of an operation once per process).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -146,6 +152,49 @@ def part2(ctx, args, vertices, indices):
     }
 
 
+FIRST_USE_OPERATIONS = ("GAS build", "GAS compact", "GAS refit", "second GAS refit", "IAS build", "IAS refit")
+
+
+def first_use_child(warm_up: bool, cells: int, busy_ms: float) -> None:
+    """In a fresh process: host ms of each first operation behind ``busy_ms`` of GPU work, as JSON."""
+    from optixasync.accel import Instance, InstanceAccel
+
+    vertices, indices = grid_mesh(cells)
+    start = time.perf_counter()
+    ctx = optixasync.Context(warm_up=warm_up)
+    context_ms = (time.perf_counter() - start) * 1e3
+    stream = optixasync.cuda.create_stream()
+    dv, di = ctx.upload(vertices, stream), ctx.upload(indices, stream)
+    stream.synchronize()
+    out = {"context_ms": context_ms}
+    objects = {}
+    opts = AccelOptions(allow_update=True, allow_compaction=True)
+    steps = {
+        "GAS build": lambda: objects.setdefault("gas", GeometryAccel(ctx, TriangleInput(dv, di), opts, stream=stream)),
+        "GAS compact": lambda: objects["gas"].compact(stream=stream),
+        "GAS refit": lambda: objects["gas"].refit(dv, stream=stream),
+        "second GAS refit": lambda: objects["gas"].refit(dv, stream=stream),
+        "IAS build": lambda: objects.setdefault("ias", InstanceAccel(ctx, [Instance(objects["gas"])], opts, stream=stream)),
+        "IAS refit": lambda: objects["ias"].refit(stream=stream),
+    }
+    for name in FIRST_USE_OPERATIONS:
+        spin_gpu(int(busy_ms * 1e6), stream)
+        _, out[name] = timed(steps[name])
+        stream.synchronize()
+    print(json.dumps(out))
+
+
+def part3(args) -> dict[str, dict[str, float]]:
+    result = {}
+    for warm_up in (False, True):
+        proc = subprocess.run(
+            [sys.executable, __file__, "--first-use-child", str(int(warm_up)), "--cells", str(args.cells),
+             "--busy-ms", str(args.busy_ms)], capture_output=True, text=True, check=True,
+        )
+        result["with warm-up" if warm_up else "without warm-up"] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", type=int, default=708, help="grid cells per side (2*cells^2 triangles)")
@@ -154,13 +203,18 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=200)
     parser.add_argument("--frames-in-flight", type=int, default=2)
     parser.add_argument("--out", default="bench_out")
+    parser.add_argument("--first-use-child", type=int, choices=(0, 1), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.first_use_child is not None:
+        first_use_child(bool(args.first_use_child), args.cells, args.busy_ms)
+        return
     os.makedirs(args.out, exist_ok=True)
     vertices, indices = grid_mesh(args.cells)
     rows: list[dict] = []
     with optixasync.Context() as ctx:
         report = part1(ctx, args, vertices, indices, rows)
         animated = part2(ctx, args, vertices, indices)
+    first_use = part3(args)
     print(f"\n{report['triangles']:,} triangles; GPU busy with {args.busy_ms} ms of earlier work on the build stream\n")
     print("| operation | host ms in the call (median) | max |")
     print("|---|---|---|")
@@ -174,8 +228,14 @@ def main() -> None:
           f"{a['in_flight_median']:.0f}, waits/frame {a['waits_per_frame']:.2f} (slot fences only), "
           f"refit submit {a['refit_submit_ms']:.3f} ms, frame submit {a['submit_ms']:.3f} ms, GPU {a['gpu_ms']:.2f} ms/frame, "
           f"gap {a['gap_us']:.1f} us, hit fraction {a['last_frame_hit_fraction']:.2f}")
+    print(f"\nfirst operations of a fresh process, each behind {args.busy_ms} ms of GPU work: host ms in the call\n")
+    print("| context | create ms | " + " | ".join(FIRST_USE_OPERATIONS) + " |")
+    print("|---" * (len(FIRST_USE_OPERATIONS) + 2) + "|")
+    for label, r in first_use.items():
+        print(f"| {label} | {r['context_ms']:.1f} | " + " | ".join(f"{r[name]:.3f}" for name in FIRST_USE_OPERATIONS) + " |")
     with open(os.path.join(args.out, "accel.json"), "w") as f:
-        json.dump({"args": vars(args), "submission": rows, "report": report, "animated": animated}, f, indent=1)
+        json.dump({"args": vars(args), "submission": rows, "report": report, "animated": animated,
+                   "first_use": first_use}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ class AccelStructure:
         self._structs: Any = None
         self._count = 0
         self._size_event: Any = None
-        self._size_host: np.ndarray | None = None
+        self._size_staging: Any = None
         self._build_timer: _GpuTimer | None = None
         self._refit_timer: _GpuTimer | None = None
         self.refits = 0
@@ -193,9 +193,8 @@ class AccelStructure:
             self._build_timer = timer
             if emit is not None:
                 # The compacted size travels to pinned memory behind an event; nobody waits for it here.
-                staging, self._size_host = ctx.pinned.array((1,), np.uint64)
-                staging.copy_from_device_async(self._size_device, stream, 8)
-                self._size_staging = staging
+                self._size_staging = ctx.pinned.allocate(8)  # viewed only when read: the submit path stays short
+                self._size_staging.copy_from_device_async(self._size_device, stream, 8)
                 self._size_event = ctx.deferred.after(stream)
         else:
             self._refit_timer = timer
@@ -217,7 +216,7 @@ class AccelStructure:
         """The size the structure compacts to; None until the GPU has reported it (never waits)."""
         if self._size_event is None or not self._size_event.done:
             return None
-        return int(self._size_host[0])  # type: ignore[index]
+        return int(self._size_staging.view(np.uint64)[0])
 
     def memory_report(self) -> dict[str, Any]:
         return {

@@ -1,10 +1,16 @@
 """Device memory from CUDA's stream-ordered allocator, and pooled pinned host memory.
 
-Device allocations come from one ``cupy.cuda.MemoryAsyncPool``
-(``cudaMallocAsync``/``cudaFreeAsync``): allocation and release are ordered
-on a stream and never synchronize the device. Host staging memory is
-page-locked and pooled by size (``cupy.cuda.PinnedMemoryPool``), so that
-host-to-device and device-to-host copies are truly asynchronous.
+Device allocations are ``cudaMallocAsync`` on an explicit stream from the
+device's current memory pool, released with ``cudaFreeAsync`` on the same
+stream when their last reference goes away: allocation and release are
+ordered on a stream and never synchronize the device. (CuPy's
+``MemoryAsyncPool`` does the same, but reads the *current* stream, so every
+call needs a stream switch; calling the runtime directly costs about 3 us
+instead of 10 to 55 us per allocation, measured on an H200.) The pool keeps
+freed memory mapped (release threshold: unlimited), so a re-allocation
+does not map new pages. Host staging memory is page-locked and pooled by size
+(``cupy.cuda.PinnedMemoryPool``), so that host-to-device and device-to-host
+copies are truly asynchronous.
 
 Blocking calls: a pool's first allocations of a size map new memory
 (``cuMemHostAlloc`` for pinned memory can take milliseconds); later ones are
@@ -13,7 +19,8 @@ served from the pool.
 
 from __future__ import annotations
 
-import contextlib
+import atexit
+import threading
 from typing import Any
 
 import numpy as np
@@ -23,13 +30,69 @@ from ._streams import stream_handle
 __all__ = ["DeviceMemory", "PinnedBuffer", "PinnedPool", "device_pointer"]
 
 
+# Streams with live allocations, kept here (reachable from the module, never
+# part of a garbage cycle) until their last allocation is freed: CuPy destroys
+# a stream in its finalizer, and when a stream and an allocation die in the
+# same garbage cycle the finalizers run in any order, so a reference held by
+# the allocation alone could leave cudaFreeAsync a destroyed stream.
+_streams_in_use: dict[int, list[Any]] = {}  # handle -> [stream object, live allocations]
+_streams_lock = threading.RLock()  # re-entrant: a collection can run a finalizer while it is held
+_exiting = False
+
+
+@atexit.register
+def _mark_exit() -> None:
+    global _exiting
+    _exiting = True  # the CUDA context may already be gone: leave the memory to the driver
+
+
+class _StreamOrderedAllocation:
+    """Owns one ``cudaMallocAsync`` block; frees it on its stream when collected."""
+
+    __slots__ = ("ptr", "nbytes", "_stream_handle", "_runtime")
+
+    def __init__(self, runtime: Any, nbytes: int, stream: Any) -> None:
+        handle = stream_handle(stream)
+        self.ptr = runtime.mallocAsync(nbytes, handle)
+        self._runtime = runtime
+        self._stream_handle = handle
+        self.nbytes = nbytes
+        with _streams_lock:
+            entry = _streams_in_use.get(handle)
+            if entry is None:
+                _streams_in_use[handle] = [stream, 1]
+            else:
+                entry[1] += 1
+
+    def __del__(self) -> None:
+        if _exiting:
+            return
+        handle = self._stream_handle
+        try:
+            self._runtime.freeAsync(self.ptr, handle)
+        except Exception:  # a context already destroyed: nothing left to free into
+            pass
+        with _streams_lock:
+            entry = _streams_in_use.get(handle)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del _streams_in_use[handle]
+
+
 class DeviceMemory:
     """Stream-ordered device allocations (``cudaMallocAsync``) for one device."""
 
     def __init__(self) -> None:
         import cupy
 
-        self._pool = cupy.cuda.MemoryAsyncPool()
+        self._cupy = cupy
+        self._runtime = cupy.cuda.runtime
+        self._device_id = cupy.cuda.Device().id
+        self._pool = self._runtime.deviceGetMemPool(self._device_id)
+        # Keep freed blocks mapped: with the default threshold (0) the pool may
+        # unmap them at every synchronization and re-map on the next build.
+        self._runtime.memPoolSetAttribute(self._pool, self._runtime.cudaMemPoolAttrReleaseThreshold, 2**64 - 1)
 
     def alloc(self, nbytes: int, stream: Any) -> Any:
         """A ``cupy.cuda.MemoryPointer`` of ``nbytes``, allocated in the order of ``stream``.
@@ -38,32 +101,20 @@ class DeviceMemory:
         the last reference goes away; users of the memory on other streams
         must keep a reference until their work is fenced.
         """
-        # CuPy's async pool reads the current stream; set it only around the call.
-        with _current_stream(stream):
-            return self._pool.malloc(max(int(nbytes), 1))
+        nbytes = max(int(nbytes), 1)
+        owner = _StreamOrderedAllocation(self._runtime, nbytes, stream)
+        memory = self._cupy.cuda.UnownedMemory(owner.ptr, nbytes, owner, self._device_id)
+        return self._cupy.cuda.MemoryPointer(memory, 0)
 
     def empty(self, shape: Any, dtype: Any, stream: Any) -> Any:
         """An uninitialised ``cupy.ndarray`` backed by :meth:`alloc`."""
-        import cupy
-
         dtype = np.dtype(dtype)
         size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        return cupy.ndarray(shape, dtype, memptr=self.alloc(size, stream))
+        return self._cupy.ndarray(shape, dtype, memptr=self.alloc(size, stream))
 
     def used_bytes(self) -> int:
-        return int(self._pool.used_bytes())
-
-
-@contextlib.contextmanager
-def _current_stream(stream: Any):
-    import cupy
-
-    previous = cupy.cuda.get_current_stream()
-    stream.use()
-    try:
-        yield
-    finally:
-        previous.use()
+        """Bytes currently allocated from the device's pool (by anyone using it)."""
+        return int(self._runtime.memPoolGetAttribute(self._pool, self._runtime.cudaMemPoolAttrUsedMemCurrent))
 
 
 def device_pointer(obj: Any) -> int:

@@ -1,0 +1,70 @@
+"""Stream-ordered allocations keep their stream alive until they are freed on it (CPU, fake runtime)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from optixasync.cuda import _memory
+
+
+class FakeRuntime:
+    def __init__(self) -> None:
+        self.next_ptr = 0x1000
+        self.calls: list[tuple[str, int, int]] = []
+
+    def mallocAsync(self, nbytes: int, stream: int) -> int:  # noqa: N802 (the runtime's name)
+        self.next_ptr += 0x1000
+        self.calls.append(("malloc", self.next_ptr, stream))
+        return self.next_ptr
+
+    def freeAsync(self, ptr: int, stream: int) -> None:  # noqa: N802
+        self.calls.append(("free", ptr, stream))
+
+
+class FakeStream:
+    """Like CuPy's stream: destroyed in its finalizer (logged beside the runtime's calls)."""
+
+    def __init__(self, ptr: int, log: list) -> None:
+        self.ptr = ptr
+        self.log = log
+
+    def __del__(self) -> None:
+        self.log.append(("destroy stream", 0, self.ptr))
+
+
+def test_free_goes_to_the_allocating_stream_and_releases_it():
+    runtime = FakeRuntime()
+    stream = FakeStream(0x77, runtime.calls)
+    alive = weakref.ref(stream)
+    first = _memory._StreamOrderedAllocation(runtime, 256, stream)
+    second = _memory._StreamOrderedAllocation(runtime, 512, stream)
+    assert _memory._streams_in_use[0x77][1] == 2
+    del stream
+    assert alive() is not None  # held for the two live allocations
+    ptr = first.ptr
+    del first
+    assert runtime.calls[-1] == ("free", ptr, 0x77)
+    assert alive() is not None
+    del second
+    assert 0x77 not in _memory._streams_in_use
+    assert alive() is None
+
+
+def test_stream_outlives_an_allocation_in_the_same_garbage_cycle():
+    runtime = FakeRuntime()
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.stream = FakeStream(0x99, runtime.calls)
+    holder.memory = _memory._StreamOrderedAllocation(runtime, 64, holder.stream)
+    holder.me = holder  # a cycle holding both the stream and the allocation
+    ptr = holder.memory.ptr
+    del holder
+    gc.collect()
+    gc.collect()
+    assert 0x99 not in _memory._streams_in_use
+    # freed on its stream, and only then was the stream destroyed
+    assert runtime.calls[1:] == [("free", ptr, 0x99), ("destroy stream", 0, 0x99)]
