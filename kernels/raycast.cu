@@ -22,7 +22,9 @@ OA_PROGRAM __raygen__cast() {
     const float3 o = make_float3(params.origins[3 * i], params.origins[3 * i + 1], params.origins[3 * i + 2]);
     const float3 d = make_float3(params.directions[3 * i], params.directions[3 * i + 1], params.directions[3 * i + 2]);
     unsigned int p[3] = {0u, 0u, 0u};
-    oa::trace(params.handle, o, d, params.tmin, params.tmax, 0.f, 0xFFu, oa::RAY_FLAG_DISABLE_ANYHIT, 0, 1, 0, p);
+    // SBT stride 0 and offset 0: every geometry of any GAS uses the same hit program, whatever its
+    // build-input index (structures built for renderers have one SBT record per input).
+    oa::trace(params.handle, o, d, params.tmin, params.tmax, 0.f, 0xFFu, oa::RAY_FLAG_DISABLE_ANYHIT, 0, 0, 0, p);
     params.t[i] = __uint_as_float(p[0]);
     params.prim[i] = (int)p[1];
     params.inst[i] = (int)p[2];

@@ -19,7 +19,7 @@ from typing import Any
 from . import _config
 from ._optix import DEFAULT_ABI, check, get_api
 from ._optix import types as t
-from .cuda import DeviceMemory, PinnedPool, create_stream
+from .cuda import DeviceMemory, PinnedPool, _nvtx, create_stream
 from .cuda._deferred import DeferredRelease
 
 __all__ = ["Context"]
@@ -154,12 +154,13 @@ class Context:
         import numpy as np
 
         stream = self.stream if stream is None else stream
-        array = np.ascontiguousarray(array)
-        staging, view = self.pinned.array(array.shape, array.dtype)
-        view[...] = array
-        device = self.memory.empty(array.shape, array.dtype, stream)
-        staging.copy_to_device_async(device, stream, array.nbytes)
-        self.deferred.after(stream, staging)
+        with _nvtx.annotate("optixasync.upload"):
+            array = np.ascontiguousarray(array)
+            staging, view = self.pinned.array(array.shape, array.dtype)
+            view[...] = array
+            device = self.memory.empty(array.shape, array.dtype, stream)
+            staging.copy_to_device_async(device, stream, array.nbytes)
+            self.deferred.after(stream, staging)
         return device
 
     def create_sbt(self, raygen: Any, miss: Any = (), hitgroup: Any = (), *, stream: Any = None):

@@ -4,12 +4,13 @@ from ._base import AccelOptions, AccelStructure
 from ._gas import GeometryAccel
 from ._ias import INSTANCE_DTYPE, Instance, InstanceAccel
 from ._inputs import TriangleInput, check_indices, check_vertices
-from ._raycast import RayCaster
+from ._raycast import HIT_RECORDS, RayCaster
 
 __all__ = [
     "AccelOptions",
     "AccelStructure",
     "GeometryAccel",
+    "HIT_RECORDS",
     "INSTANCE_DTYPE",
     "Instance",
     "InstanceAccel",

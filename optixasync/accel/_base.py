@@ -18,7 +18,7 @@ import numpy as np
 from .._options import coerce_options
 from .._optix import check
 from .._optix import types as t
-from ..cuda import stream_handle, timing_event
+from ..cuda import _nvtx, stream_handle, timing_event
 
 __all__ = ["AccelOptions", "AccelStructure", "aligned"]
 
@@ -177,15 +177,16 @@ class AccelStructure:
                 emit_count = 1
         timer = _GpuTimer(stream)
         handle = ctypes.c_uint64(self.handle)
-        check(
-            ctx.api.optixAccelBuild(
-                ctx.handle, stream_handle(stream), ctypes.byref(self._build_options(operation)), self._structs,
-                self._count, int(temp.ptr), temp_size, int(self.buffer.ptr), aligned(self.nbytes),
-                ctypes.byref(handle), ctypes.byref(emit) if emit is not None else None, emit_count,
-            ),
-            "optixAccelBuild" if building else "optixAccelBuild(update)",
-            api=ctx.api,
-        )
+        with _nvtx.annotate("optixasync.build" if building else "optixasync.refit"):
+            check(
+                ctx.api.optixAccelBuild(
+                    ctx.handle, stream_handle(stream), ctypes.byref(self._build_options(operation)), self._structs,
+                    self._count, int(temp.ptr), temp_size, int(self.buffer.ptr), aligned(self.nbytes),
+                    ctypes.byref(handle), ctypes.byref(emit) if emit is not None else None, emit_count,
+                ),
+                "optixAccelBuild" if building else "optixAccelBuild(update)",
+                api=ctx.api,
+            )
         timer.stop(stream)
         self.handle = int(handle.value)
         del temp  # freed in the stream's order: after the build, never under it
@@ -261,13 +262,15 @@ class AccelStructure:
         ctx = self.ctx
         new_buffer = ctx.memory.alloc(aligned(size), stream)
         handle = ctypes.c_uint64()
-        check(
-            ctx.api.optixAccelCompact(
-                ctx.handle, stream_handle(stream), self.handle, int(new_buffer.ptr), aligned(size), ctypes.byref(handle)
-            ),
-            "optixAccelCompact",
-            api=ctx.api,
-        )
+        with _nvtx.annotate("optixasync.compact"):
+            check(
+                ctx.api.optixAccelCompact(
+                    ctx.handle, stream_handle(stream), self.handle, int(new_buffer.ptr), aligned(size),
+                    ctypes.byref(handle),
+                ),
+                "optixAccelCompact",
+                api=ctx.api,
+            )
         old = self.buffer
         self.buffer, self.handle, self.nbytes, self.compacted = new_buffer, int(handle.value), size, True
         self.ready = ctx.deferred.after(stream, old)  # the old structure lives until earlier traces have passed

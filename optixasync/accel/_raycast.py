@@ -13,7 +13,7 @@ import numpy as np
 from .._structs import struct_dtype
 from ..program import PipelineOptions, ShaderBindingTable
 
-__all__ = ["RayCaster", "RAYCAST_PARAMS"]
+__all__ = ["RayCaster", "RAYCAST_PARAMS", "HIT_RECORDS"]
 
 RAYCAST_PARAMS = struct_dtype(
     [("origins", "ptr"), ("directions", "ptr"), ("t", "ptr"), ("prim", "ptr"), ("inst", "ptr"), ("handle", "handle"),
@@ -21,8 +21,17 @@ RAYCAST_PARAMS = struct_dtype(
 )
 
 
+#: Identical hit records in the caster's SBT: instances with an SBT offset below this trace safely.
+HIT_RECORDS = 64
+
+
 class RayCaster:
-    """Closest-hit queries: distance, primitive index and instance id per ray."""
+    """Closest-hit queries: distance, primitive index and instance id per ray.
+
+    Works on any structure: rays trace with SBT stride 0, so every build input
+    of a GAS maps to the same hit program, and instances may carry SBT offsets
+    up to ``HIT_RECORDS - 1`` (each offset selects an identical record).
+    """
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
@@ -32,7 +41,7 @@ class RayCaster:
         self.miss = ctx.create_miss(self.module, "__miss__cast")
         self.hit = ctx.create_hitgroup(self.module, closesthit="__closesthit__cast")
         self.pipeline = ctx.create_pipeline([self.raygen, self.miss, self.hit], max_trace_depth=1)
-        self.sbt = ShaderBindingTable(ctx, self.raygen, [self.miss], [self.hit])
+        self.sbt = ShaderBindingTable(ctx, self.raygen, [self.miss], [self.hit] * HIT_RECORDS)
 
     def cast(self, accel: Any, origins: Any, directions: Any, tmin: float = 0.0, tmax: float = 1e30,
              stream: Any = None) -> dict[str, np.ndarray]:

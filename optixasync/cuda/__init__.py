@@ -34,12 +34,18 @@ Set-up time (never on the frame path):
   served from the pools without a driver allocation.
 * ``Context.close`` synchronizes the device before destroying the OptiX
   context, so no in-flight work refers to freed objects.
+
+To check a program against this list, run it under ``optixasync syncwatch``
+(``optixasync.diagnostics.syncwatch``): it reports every call that blocked
+the host and the Python line that made it.
 """
 
 from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer
+from ._nvtx import enable_nvtx, nvtx_enabled, nvtx_range
 from ._streams import StreamLike, create_stream, fence_event, record_event, stream_handle, timing_event
 
 __all__ = [
     "DeviceMemory", "PinnedBuffer", "PinnedPool", "device_pointer",
+    "enable_nvtx", "nvtx_enabled", "nvtx_range",
     "StreamLike", "create_stream", "fence_event", "record_event", "stream_handle", "timing_event",
 ]

@@ -1,13 +1,379 @@
-"""Placeholder until the subcommand lands."""
+"""``optixasync render``: the path tracer from the command line (also ``examples/path_tracer.py``).
+
+Three modes:
+
+* a still image (default): ``PathTracer.render`` with a progress bar, written
+  as PNG (8-bit sRGB) or EXR (linear float);
+* ``--progressive N``: N frames of ``--spp-per-frame`` samples accumulated
+  through the :class:`~optixasync.FrameScheduler`, the last one written;
+* ``--frames N``: an animation (the cloth moves, or the camera swings around
+  any other scene) through the scheduler with ``--frames-in-flight`` slots,
+  one numbered PNG per frame, encoded on worker threads.
+
+Every argument is checked, and a mesh file read, before the GPU is touched:
+bad input gives one line on stderr and exit status 2. This module imports
+nothing heavy at import time (no CuPy), so ``--help`` works anywhere.
+
+Calls that may block the host, and why
+--------------------------------------
+* Creating the :class:`~optixasync.Context` and the
+  :class:`~optixasync.render.PathTracer`: set-up (driver, kernel compilation).
+* A still: ``PathTracer.render`` waits for the image it returns, and the
+  end-of-render timing event is waited for once, after it (by design).
+* Frame modes: the scheduler's slot fence, only when the host is
+  ``--frames-in-flight`` frames ahead (the designed wait);
+  ``ImageWriter.submit``, only when 16 images are still being encoded
+  (it bounds the memory a fast GPU could pile up); the final ``drain`` and
+  the writer's ``close`` (the last frames and files).
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCENE_NAMES", "RenderPlan", "add_arguments", "add_parser", "format_stats", "gpu_busy", "plan_from_args", "run",
+           "swing_camera"]
+
+#: Built-in scenes of ``--scene`` (anything else must be a mesh file).
+SCENE_NAMES = ("cornell_box", "cloth")
+
+_PROG = "optixasync render"
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    subparsers.add_parser("render", help="(not yet available)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``render`` options to ``parser`` (shared by the subcommand and the example script)."""
+    scene = parser.add_argument_group("scene")
+    scene.add_argument("--scene", default=None, metavar="NAME|PATH",
+                       help="cornell_box (default for a still), cloth (default with --frames), or a mesh file "
+                            "(.obj .ply .glb .gltf .stl, needs trimesh) placed on the floor of the Cornell box")
+    scene.add_argument("--cells", type=int, default=708, metavar="N",
+                       help="cloth resolution: cells x cells quads, 2*cells^2 triangles (default 708: ~1M)")
+    image = parser.add_argument_group("image")
+    image.add_argument("--width", type=int, default=512, metavar="PX", help="image width in pixels (default 512)")
+    image.add_argument("--height", type=int, default=512, metavar="PX", help="image height in pixels (default 512)")
+    image.add_argument("--spp", type=int, default=256, metavar="N", help="samples per pixel of a still image (default 256)")
+    image.add_argument("--max-depth", type=int, default=8, metavar="N", help="longest path, in bounces (default 8)")
+    image.add_argument("--samples-per-launch", type=int, default=0, metavar="N",
+                       help="samples per optixLaunch of a still (default 0: the tracer decides)")
+    image.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+    image.add_argument("--out", default=None, metavar="FILE",
+                       help="output file, .png or .exr by suffix (default: SCENE.png); with --frames the "
+                            "base name of the numbered PNGs (default out.png -> out_0000.png, ...)")
+    frames = parser.add_argument_group("frame pipeline")
+    frames.add_argument("--frames", type=int, default=None, metavar="N",
+                        help="render an animation of N frames through the frame scheduler")
+    frames.add_argument("--progressive", type=int, default=None, metavar="N",
+                        help="accumulate a still over N scheduler frames of --spp-per-frame samples")
+    frames.add_argument("--frames-in-flight", type=int, default=2, metavar="N", help="scheduler slots (default 2)")
+    frames.add_argument("--spp-per-frame", type=int, default=16, metavar="N", help="samples per pixel per frame (default 16)")
+    frames.add_argument("--dt", type=float, default=1 / 30, metavar="S", help="animation time step in seconds (default 1/30)")
+    frames.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register the ``render`` subcommand."""
+    parser = subparsers.add_parser(
+        "render", help="render a scene with the path tracer",
+        description="Render the Cornell box, the animated cloth or a mesh file with the OptiX path tracer.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+@dataclass(frozen=True)
+class RenderPlan:
+    """What ``render`` will do, checked and resolved from the arguments (no GPU involved).
+
+    Attributes
+    ----------
+    scene : str
+        ``"cornell_box"``, ``"cloth"`` or ``"file"``.
+    mesh_path : Path or None
+        The mesh file for ``scene == "file"``.
+    mode : str
+        ``"still"``, ``"progressive"`` or ``"frames"``.
+    out : Path
+        The output file (the base name of the numbered files for ``"frames"``).
+    count : int
+        Frames of the progressive or animation modes (0 for a still).
+    """
+
+    scene: str
+    mesh_path: Path | None
+    mode: str
+    out: Path
+    count: int
+    width: int
+    height: int
+    spp: int
+    max_depth: int
+    samples_per_launch: int
+    seed: int
+    cells: int
+    frames_in_flight: int
+    spp_per_frame: int
+    dt: float
+    quiet: bool = False
+
+
+def plan_from_args(args: argparse.Namespace) -> RenderPlan:
+    """Check the arguments and resolve the defaults.
+
+    Raises
+    ------
+    ValueError
+        With a one-line message naming the bad argument.
+    """
+    from optixasync.render._output import check_image_path
+    from optixasync.scene._load import MESH_SUFFIXES, check_mesh_path
+
+    def positive(name: str, value: int | None) -> None:
+        if value is not None and value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+
+    for name in ("width", "height", "spp", "max_depth", "frames", "progressive", "frames_in_flight",
+                 "spp_per_frame", "cells"):
+        positive(name, getattr(args, name))
+    if args.samples_per_launch < 0:
+        raise ValueError(f"--samples-per-launch must be >= 0, got {args.samples_per_launch}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    if not (math.isfinite(args.dt) and args.dt > 0):
+        raise ValueError(f"--dt must be a positive number of seconds, got {args.dt}")
+    if args.frames is not None and args.progressive is not None:
+        raise ValueError("--frames and --progressive exclude each other")
+    mode = "frames" if args.frames is not None else "progressive" if args.progressive is not None else "still"
+
+    name = args.scene if args.scene is not None else ("cloth" if mode == "frames" else "cornell_box")
+    mesh_path = None
+    if name in SCENE_NAMES:
+        scene, stem = name, name
+    elif Path(name).suffix == "" and not Path(name).exists():
+        raise ValueError(f"unknown scene {name!r}: use {', '.join(SCENE_NAMES)} or a mesh file "
+                         f"({' '.join(MESH_SUFFIXES)})")
+    else:
+        mesh_path = check_mesh_path(name)
+        scene, stem = "file", mesh_path.stem
+
+    if mode == "still":
+        out = check_image_path(args.out if args.out is not None else f"{stem}.png")
+    else:
+        default = "out.png" if mode == "frames" else f"{stem}.png"
+        out = check_image_path(args.out if args.out is not None else default, (".png",))
+    count = {"still": 0, "progressive": args.progressive, "frames": args.frames}[mode]
+    return RenderPlan(
+        scene=scene, mesh_path=mesh_path, mode=mode, out=out, count=int(count or 0), width=args.width,
+        height=args.height, spp=args.spp, max_depth=args.max_depth, samples_per_launch=args.samples_per_launch,
+        seed=args.seed, cells=args.cells, frames_in_flight=args.frames_in_flight, spp_per_frame=args.spp_per_frame,
+        dt=float(args.dt), quiet=bool(getattr(args, "quiet", False)),
+    )
+
+
+def _error(message: str, status: int) -> int:
+    print(f"{_PROG}: error: {message}", file=sys.stderr)
+    return status
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError
+    """Run ``optixasync render``; returns the exit status (0 done, 2 bad input, 1 GPU or driver failure)."""
+    try:
+        plan = plan_from_args(args)
+        options = _render_options(plan)
+        scene, cloth = _build_scene(plan)  # reads the mesh file on the CPU: its errors are input errors
+    except (ValueError, TypeError) as exc:
+        return _error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 2)
+    except ImportError as exc:
+        if "pip install" not in str(exc):  # a broken installation, not a missing optional extra
+            raise
+        return _error(str(exc), 2)  # trimesh, for a mesh file
+
+    from optixasync.errors import OptixAsyncError
+
+    try:
+        return _run_gpu(plan, options, scene, cloth)
+    except KeyboardInterrupt:
+        return _error("interrupted", 130)
+    except (OptixAsyncError, ImportError) as exc:
+        return _error(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", 1)
+    except Exception as exc:
+        if type(exc).__module__.startswith("cupy"):  # no device, out of memory, driver refusing
+            return _error(f"{type(exc).__name__}: {exc}", 1)
+        raise
+
+
+def _render_options(plan: RenderPlan) -> Any:
+    from optixasync.render import RenderOptions
+
+    spp = plan.spp if plan.mode == "still" else plan.spp_per_frame
+    return RenderOptions(width=plan.width, height=plan.height, spp=spp, samples_per_launch=plan.samples_per_launch,
+                         max_depth=plan.max_depth, seed=plan.seed)
+
+
+def _build_scene(plan: RenderPlan) -> tuple[Any, Any]:
+    """(scene, cloth animation or None), built on the CPU."""
+    from optixasync.scene import cornell_box
+    from optixasync.scene._cloth import ClothAnimation
+    from optixasync.scene._load import load_into_cornell_box
+
+    if plan.scene == "cloth":
+        cloth = ClothAnimation(plan.cells)
+        return cloth.scene(), cloth
+    if plan.scene == "file":
+        assert plan.mesh_path is not None
+        return load_into_cornell_box(plan.mesh_path), None
+    return cornell_box(), None
+
+
+def _run_gpu(plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:
+    import optixasync
+
+    with optixasync.Context() as ctx:
+        if plan.mode == "still":
+            return _render_still(ctx, plan, options, scene)
+        return _render_frames(ctx, plan, options, scene, cloth)
+
+
+def _progress_bar(total: int, unit: str, quiet: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, disable=quiet, dynamic_ncols=True, leave=False)
+
+
+def _render_still(ctx: Any, plan: RenderPlan, options: Any, scene: Any) -> int:
+    import cupy
+
+    from optixasync.cuda import create_stream, timing_event
+    from optixasync.render import PathTracer
+    from optixasync.render._output import write_image
+
+    stream = create_stream()
+    launches = 0
+    with PathTracer(ctx, scene, options, stream=stream) as tracer, _progress_bar(plan.spp, "spp", plan.quiet) as bar:
+        def progress(samples_done: int) -> None:
+            nonlocal launches
+            launches += 1
+            bar.update(samples_done - bar.n)
+
+        # GPU time of the whole render: events on its stream before the first launch and after the image
+        # came back (the launches run back to back; the readback adds ~0.1 ms).
+        start, end = timing_event(), timing_event()
+        start.record(stream)
+        linear = tracer.render(plan.spp, progress=progress)
+        end.record(stream)
+        end.synchronize()
+        gpu_ms = float(cupy.cuda.get_elapsed_time(start, end))
+        if launches == 1 and tracer.last_launch_ms is not None:
+            gpu_ms = float(tracer.last_launch_ms)  # one launch: its own timing events, exactly
+        image = linear if plan.out.suffix.lower() == ".exr" else tracer.tonemap(linear)
+    write_image(plan.out, image)
+    samples = plan.width * plan.height * plan.spp
+    print(f"{plan.out}: {plan.width}x{plan.height}, {plan.spp} spp, max depth {plan.max_depth}, "
+          f"GPU time {gpu_ms:.1f} ms, {samples / (gpu_ms * 1e3):.1f} Msamples/s")
+    return 0
+
+
+def swing_camera(camera: Any, angle_degrees: float) -> Any:
+    """``camera`` with its eye turned by ``angle_degrees`` about the vertical axis through its target."""
+    import numpy as np
+
+    eye = np.asarray(camera.eye, dtype=np.float64)
+    target = np.asarray(camera.target, dtype=np.float64)
+    a = math.radians(angle_degrees)
+    offset = eye - target
+    turned = np.array([math.cos(a) * offset[0] + math.sin(a) * offset[2], offset[1],
+                       -math.sin(a) * offset[0] + math.cos(a) * offset[2]])
+    return dataclasses.replace(camera, eye=tuple(float(v) for v in target + turned))
+
+
+def _render_frames(ctx: Any, plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:
+    from optixasync.cuda import create_stream
+    from optixasync.render import PathTracer
+    from optixasync.render._output import ImageWriter, numbered_path
+    from optixasync.scheduler import FrameScheduler
+
+    animation = plan.mode == "frames"
+    # One stream for the tracer's set-up (builds, uploads) and the frames, so every frame is ordered after it.
+    stream = create_stream()
+    written = 0
+    final = None
+    with PathTracer(ctx, scene, options, stream=stream) as tracer, \
+            ImageWriter() as writer, _progress_bar(plan.count, "frame", plan.quiet) as bar:
+        sched = FrameScheduler(ctx, plan.frames_in_flight, params_dtype=tracer.params_dtype, stream=stream)
+
+        def consume(results: list[Any]) -> None:
+            nonlocal written, final
+            for result in results:
+                if animation:
+                    writer.submit(numbered_path(plan.out, result.index), result["image"][..., :3])
+                    written += 1
+                elif "image" in result.readbacks:
+                    final = result["image"]
+                bar.update(1)
+
+        try:
+            for k in range(plan.count):
+                last = k == plan.count - 1
+                with sched.frame() as f:
+                    camera = None
+                    if animation:
+                        if cloth is not None:
+                            cloth.update(tracer, k * plan.dt, f.stream)
+                        else:  # a still scene: swing the camera +-15 degrees over the animation
+                            camera = swing_camera(scene.camera, 15.0 * math.sin(2 * math.pi * k / plan.count))
+                        tracer.reset()  # each animation frame is its own image
+                    readback = "image" if animation or last else None
+                    tracer.record(f, plan.spp_per_frame, readback=readback, camera=camera)
+                consume(sched.poll())
+            consume(sched.drain())
+        finally:
+            sched.close()
+        summary = sched.stats.summary(skip=min(plan.frames_in_flight, max(0, plan.count - 2)))
+    if animation:
+        first, last_file = numbered_path(plan.out, 0), numbered_path(plan.out, plan.count - 1)
+        print(f"wrote {written} frames {first} ... {last_file}: {plan.width}x{plan.height}, "
+              f"{plan.spp_per_frame} spp/frame, max depth {plan.max_depth}")
+    else:
+        from optixasync.render._output import write_image
+
+        if final is None:
+            return _error("the last frame delivered no image", 1)
+        write_image(plan.out, final[..., :3])
+        print(f"{plan.out}: {plan.width}x{plan.height}, {plan.count} frames x {plan.spp_per_frame} spp = "
+              f"{plan.count * plan.spp_per_frame} spp, max depth {plan.max_depth}")
+    print(format_stats(summary, plan.frames_in_flight))
+    return 0
+
+
+def gpu_busy(summary: dict[str, Any]) -> float:
+    """Fraction of the measured wall time the GPU spent on frames (summed frame GPU time / wall time)."""
+    if "gpu_busy" in summary:
+        return float(summary["gpu_busy"])
+    wall = summary.get("wall_s", float("nan"))
+    gpu = summary["gpu_ms"]["mean"] * summary["gpu_ms"]["n"] / 1e3
+    return gpu / wall if wall and wall > 0 else float("nan")
+
+
+def format_stats(summary: dict[str, Any], frames_in_flight: int) -> str:
+    """One line of the scheduler's numbers: fps, frames in flight, run-ahead, waits, GPU busy, times."""
+    def mean(key: str) -> float:
+        value = summary.get(key)
+        return float(value["mean"]) if isinstance(value, dict) else float("nan")
+
+    def median(key: str) -> float:
+        value = summary.get(key)
+        return float(value["median"]) if isinstance(value, dict) else float("nan")
+
+    utilization = ""
+    if "gpu_utilization" in summary:  # on the GPU's own clock, when the scheduler has GPU timestamps
+        utilization = f" (GPU clock {100 * float(summary['gpu_utilization']):.1f}%)"
+    return (f"scheduler N={frames_in_flight}: {summary.get('fps', float('nan')):.1f} fps over "
+            f"{summary.get('frames', 0)} frames | frames in flight {mean('in_flight'):.2f} "
+            f"(ahead {mean('ahead'):.2f}) | waits/frame {summary.get('waits_per_frame', float('nan')):.2f} | "
+            f"GPU busy {100 * gpu_busy(summary):.1f}%{utilization} | GPU {median('gpu_ms'):.2f} ms/frame | "
+            f"submit {median('submit_ms'):.3f} ms/frame | GPU gap {median('gap_us'):.1f} us")

@@ -18,6 +18,9 @@ Calls that may block the host, and why
   (the GIL released), never the submitting thread.
 Everything else (copies from pinned memory, stream-ordered allocations,
 event records and queries) is asynchronous.
+
+With NVTX on (``OPTIXASYNC_NVTX=1``), the phases are named ranges:
+``optixasync.acquire``, ``.upload``, ``.launch``, ``.readback``, ``.submit``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._options import coerce_options
-from ..cuda import PinnedBuffer, create_stream, fence_event, stream_handle, timing_event
+from ..cuda import PinnedBuffer, _nvtx, create_stream, fence_event, stream_handle, timing_event
 from ._ring import FrameRing, InFlight
 from ._stats import FrameStats, SchedulerStats
 
@@ -198,7 +201,7 @@ class Frame:
         self.index = index
         self.slot = slot.index
         self._slot = slot
-        self.stream = scheduler.stream
+        self._stream = scheduler.stream
         self.params = slot.params_view
         self.stats = stats
         self._params_uploaded = False
@@ -208,12 +211,19 @@ class Frame:
         self._readbacks: list[tuple[str, np.ndarray, int]] = []
 
     # -- GPU work ----------------------------------------------------------------
+    @property
+    def stream(self) -> Any:
+        # Whoever takes the stream is about to enqueue the frame's work on it (kernels,
+        # refits): the frame's GPU time starts here, before that work.
+        self._begin_gpu_work()
+        return self._stream
+
     def _begin_gpu_work(self) -> None:
         if not self._started:
             self._started = True
             if self._scheduler.options.timing:
                 self._start_event = timing_event()
-                self._start_event.record(self.stream)
+                self._start_event.record(self._stream)
 
     @contextlib.contextmanager
     def _timed(self) -> Iterator[None]:
@@ -234,7 +244,7 @@ class Frame:
         """Enqueue ``optixLaunch`` with this frame's parameters (copied to the device on the first launch)."""
         if self._slot.params_device is None:
             raise RuntimeError("this scheduler was created without params_dtype; it has no launch parameters")
-        with self._timed():
+        with self._timed(), _nvtx.annotate("optixasync.launch"):
             self._upload_params()
             start = time.perf_counter()
             pipeline.launch(
@@ -254,13 +264,13 @@ class Frame:
         current = self._slot.buffers.get(name)
         if current is None or current.shape != shape or current.dtype != dtype:
             with self._timed():
-                current = self._scheduler.ctx.memory.empty(shape, dtype, self.stream)
+                current = self._scheduler.ctx.memory.empty(shape, dtype, self._stream)
                 self._slot.buffers[name] = current
         return current
 
     def upload(self, array: Any) -> Any:
         """Copy a host array to a new device array through pinned staging, in this frame's stream order."""
-        with self._timed():
+        with self._timed(), _nvtx.annotate("optixasync.upload"):
             self._begin_gpu_work()
             device = self._scheduler.ctx.upload(array, self.stream)  # staging held until the copy has passed
             self._holds.append(device)
@@ -270,7 +280,7 @@ class Frame:
         """Enqueue a copy of ``device_array`` to the slot's pinned memory; delivered as ``result[name]``."""
         if any(n == name for n, _, _ in self._readbacks):
             raise ValueError(f"readback {name!r} already requested in frame {self.index}")
-        with self._timed():
+        with self._timed(), _nvtx.annotate("optixasync.readback"):
             nbytes = int(device_array.nbytes)
             staged = self._slot.readback_staging.get(name)
             if staged is None or staged[1].shape != device_array.shape or staged[1].dtype != device_array.dtype:
@@ -331,6 +341,12 @@ class FrameScheduler:
         stream_handle(self.stream)  # rejects the legacy default stream
         self._slots = [_Slot(self, i) for i in range(self.frames_in_flight)]
         self.stats = SchedulerStats()
+        self._origin_event: Any = None
+        if self.options.timing:
+            # GPU time 0 of every frame's timestamps; read only against events that have passed.
+            self._origin_event = timing_event()
+            self._origin_event.record(self.stream)
+            self.stats.gpu_origin_host = time.perf_counter()
         self._lock = threading.RLock()
         self._unpolled: deque[FrameResult] = deque()
         self._prev_end_event: Any = None
@@ -357,15 +373,16 @@ class FrameScheduler:
         if self._closed:
             raise RuntimeError("begin_frame on a closed FrameScheduler")
         begin = time.perf_counter()
-        with self._lock:
-            index, slot, blocker = self._ring.begin()
-        stats = FrameStats(index=index, host_begin=begin)
-        if blocker is not None:
-            wait_start = time.perf_counter()
-            blocker.fence.synchronize()
-            stats.fence_wait_ms = (time.perf_counter() - wait_start) * 1e3
-            stats.waited = True
-            self._retire_through(blocker.index, None)
+        with _nvtx.annotate("optixasync.acquire"):
+            with self._lock:
+                index, slot, blocker = self._ring.begin()
+            stats = FrameStats(index=index, host_begin=begin)
+            if blocker is not None:
+                wait_start = stats.host_wait_start = time.perf_counter()
+                blocker.fence.synchronize()
+                stats.fence_wait_ms = (time.perf_counter() - wait_start) * 1e3
+                stats.waited = True
+                self._retire_through(blocker.index, None)
         frame = Frame(self, index, self._slots[slot], stats)
         self._current = frame
         return frame
@@ -376,7 +393,7 @@ class FrameScheduler:
             raise RuntimeError(f"frame {frame.index} is not the frame being recorded")
         handle = FrameHandle(frame.index)
         handle._scheduler = self
-        with frame._timed():
+        with frame._timed(), _nvtx.annotate("optixasync.submit"):
             frame._begin_gpu_work()
             fence = timing_event() if self.options.timing else fence_event()
             fence.record(self.stream)
@@ -425,6 +442,9 @@ class FrameScheduler:
             import cupy
 
             stats.gpu_ms = cupy.cuda.get_elapsed_time(start_event, fence)
+            if self._origin_event is not None:
+                stats.gpu_start_ms = cupy.cuda.get_elapsed_time(self._origin_event, start_event)
+                stats.gpu_end_ms = cupy.cuda.get_elapsed_time(self._origin_event, fence)
             if self._prev_end_event is not None:
                 stats.gap_us = max(0.0, cupy.cuda.get_elapsed_time(self._prev_end_event, start_event) * 1e3)
             self._prev_end_event = fence

@@ -42,6 +42,13 @@ class FrameStats:
         ``time.perf_counter()`` when it was submitted.
     host_done : float
         ``time.perf_counter()`` when the scheduler saw its fence pass (an upper bound on completion).
+    host_wait_start : float
+        ``time.perf_counter()`` when ``begin_frame`` started waiting on the slot fence, NaN if it did not wait.
+    gpu_start_ms, gpu_end_ms : float
+        GPU times of the frame's first and last operation, in ms after the
+        scheduler's origin event (recorded when it was created; see
+        :attr:`SchedulerStats.gpu_origin_host`), NaN without timing. Read when
+        the frame retires, from events that have passed: no host wait.
     """
 
     index: int
@@ -56,6 +63,9 @@ class FrameStats:
     host_begin: float = 0.0
     host_submit: float = 0.0
     host_done: float = float("nan")
+    host_wait_start: float = float("nan")
+    gpu_start_ms: float = float("nan")
+    gpu_end_ms: float = float("nan")
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -70,15 +80,39 @@ def _summary(values: list[float]) -> dict[str, float]:
     }
 
 
+def _gpu_span_ms(frames: list[FrameStats]) -> float:
+    """GPU time from the first frame's start to the last frame's end, 0 without GPU timestamps."""
+    starts = [f.gpu_start_ms for f in frames if f.gpu_start_ms == f.gpu_start_ms]
+    ends = [f.gpu_end_ms for f in frames if f.gpu_end_ms == f.gpu_end_ms]
+    if len(starts) != len(frames) or len(ends) != len(frames):
+        return 0.0
+    return max(ends) - min(starts)
+
+
 @dataclass
 class SchedulerStats:
-    """All completed frames' :class:`FrameStats`, with summaries."""
+    """All completed frames' :class:`FrameStats`, with summaries.
+
+    Attributes
+    ----------
+    frames : list of FrameStats
+    gpu_origin_host : float
+        ``time.perf_counter()`` just after the scheduler recorded its origin
+        event on its (then idle) stream: the host time of GPU time 0 of
+        ``FrameStats.gpu_start_ms``/``gpu_end_ms``, to a launch latency. NaN without timing.
+    """
 
     frames: list[FrameStats] = field(default_factory=list)
+    gpu_origin_host: float = float("nan")
 
-    def summary(self, skip: int = 0) -> dict[str, Any]:
-        """Median, p95 and mean of each measurement over the frames after the first ``skip``."""
-        frames = self.frames[skip:]
+    def summary(self, skip: int = 0, count: int | None = None) -> dict[str, Any]:
+        """Median, p95 and mean of each measurement over the frames after the first ``skip`` (``count`` of them).
+
+        Also ``fps``, ``wall_s``, ``gpu_busy`` (summed frame GPU time over the
+        host wall time) and, with GPU timestamps, ``gpu_utilization`` (summed
+        frame GPU time over the GPU span of the frames, on the GPU clock).
+        """
+        frames = self.frames[skip:] if count is None else self.frames[skip : skip + count]
         out: dict[str, Any] = {"frames": len(frames)}
         for name in ("submit_ms", "launch_ms", "fence_wait_ms", "gpu_ms", "gap_us", "in_flight", "ahead"):
             out[name] = _summary([float(getattr(f, name)) for f in frames])
@@ -89,6 +123,11 @@ class SchedulerStats:
             out["fps"] = (len(frames) - 1) / (frames[-1].host_done - frames[0].host_done) if wall > 0 else float("nan")
             gpu = sum(f.gpu_ms for f in frames if f.gpu_ms == f.gpu_ms) / 1e3
             out["gpu_busy"] = gpu / wall if wall > 0 else float("nan")
+            span = _gpu_span_ms(frames)
+            if span > 0:
+                # On the GPU's own clock: the part of the span from the first frame's GPU start to the last
+                # frame's GPU end that the GPU spent on frames (1.0: no idle gap between frames).
+                out["gpu_utilization"] = min(1.0, gpu * 1e3 / span)
         return out
 
     def to_json(self, path: str | None = None, skip: int = 0) -> str:

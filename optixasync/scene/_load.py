@@ -1,0 +1,281 @@
+"""Triangle meshes from files (OBJ, PLY, glTF/GLB, STL), and placing them in the Cornell box.
+
+Reading needs the optional ``trimesh`` package (``pip install "optixasync[mesh]"``),
+imported only when a file is loaded. A file holding a scene graph (glTF, an
+OBJ with several objects) is flattened: each geometry instance becomes one
+:class:`Mesh` with its node's world transform applied to the vertices.
+
+Nothing here talks to CUDA; every array is a host numpy array.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from optixasync.scene import Material, Mesh, Scene
+
+__all__ = [
+    "MESH_SUFFIXES",
+    "affine_matrix",
+    "check_mesh_path",
+    "cornell_room",
+    "fit_matrix",
+    "fit_to_box",
+    "load_into_cornell_box",
+    "load_mesh",
+]
+
+#: File suffixes :func:`load_mesh` reads (case-insensitive).
+MESH_SUFFIXES = (".obj", ".ply", ".glb", ".gltf", ".stl")
+
+_TRIMESH_HINT = 'loading mesh files needs the trimesh package: pip install "optixasync[mesh]"'
+
+
+def check_mesh_path(path: str | Path) -> Path:
+    """``path`` as a :class:`~pathlib.Path`, after checking that it is a file of a supported format.
+
+    Raises
+    ------
+    ValueError
+        If the file does not exist, is not a file, or its suffix is not one of :data:`MESH_SUFFIXES`.
+    """
+    path = Path(path)
+    if path.suffix.lower() not in MESH_SUFFIXES:
+        shown = path.suffix or "no suffix"
+        raise ValueError(f"unsupported mesh format {shown!r} for {str(path)!r}: use one of {', '.join(MESH_SUFFIXES)}")
+    if not path.exists():
+        raise ValueError(f"mesh file not found: {str(path)!r}")
+    if not path.is_file():
+        raise ValueError(f"not a file: {str(path)!r}")
+    return path
+
+
+def affine_matrix(matrix: Any, name: str = "transform") -> np.ndarray:
+    """A 3x4 or 4x4 affine transform as a float64 4x4 matrix.
+
+    Raises
+    ------
+    ValueError
+        On another shape, non-finite entries, a 4x4 whose last row is not
+        ``(0, 0, 0, 1)``, or a singular linear part.
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    if m.shape not in ((3, 4), (4, 4)):
+        raise ValueError(f"{name} must be a 3x4 or 4x4 affine matrix, got shape {m.shape}")
+    if not np.isfinite(m).all():
+        raise ValueError(f"{name} has non-finite entries")
+    if m.shape == (4, 4) and not np.allclose(m[3], (0.0, 0.0, 0.0, 1.0)):
+        raise ValueError(f"{name} is not affine: its last row is {m[3].tolist()}, expected [0, 0, 0, 1]")
+    out = np.eye(4)
+    out[:3] = m[:3]
+    if abs(np.linalg.det(out[:3, :3])) < 1e-12:
+        raise ValueError(f"{name} is singular: it would flatten the mesh")
+    return out
+
+
+def _apply(matrix: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    return (vertices.astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]).astype(np.float32)
+
+
+def _import_trimesh() -> Any:
+    try:
+        import trimesh
+    except ImportError as exc:
+        raise ImportError(_TRIMESH_HINT) from exc
+    return trimesh
+
+
+def load_mesh(
+    path: str | Path,
+    material: Material | None = None,
+    transform: Any = None,
+    *,
+    name: str | None = None,
+) -> list[Mesh]:
+    """Read the triangles of a mesh file as a list of :class:`Mesh`.
+
+    Parameters
+    ----------
+    path : str or Path
+        An ``.obj``, ``.ply``, ``.glb``, ``.gltf`` or ``.stl`` file.
+    material : Material, optional
+        Material of every mesh (default ``Material()``); materials in the file are ignored.
+    transform : array_like, optional
+        A 3x4 or 4x4 affine matrix applied after the file's own node transforms.
+    name : str, optional
+        Name of the meshes (default: the file's stem). With several meshes each
+        is named ``"{name}:{node}"``.
+
+    Returns
+    -------
+    list of Mesh
+        One per geometry instance of the file, in the file's node order, with
+        float32 ``(V, 3)`` vertices and int32 ``(F, 3)`` indices. Vertices are
+        kept as the file stores them (not merged), so an STL has 3 per triangle.
+
+    Raises
+    ------
+    ValueError
+        If the file is missing, of an unsupported format, unreadable, holds
+        no triangles, or has non-finite vertices or out-of-range indices;
+        if ``transform`` is not an invertible affine matrix.
+    ImportError
+        If trimesh is not installed (the message says what to install).
+    """
+    from optixasync.scene import Material, Mesh
+
+    path = check_mesh_path(path)
+    user = affine_matrix(transform) if transform is not None else None
+    material = Material() if material is None else material
+    base = name if name is not None else path.stem
+    trimesh = _import_trimesh()
+    try:
+        # process=False keeps the file's vertices and triangle order exactly (no merging or cleaning).
+        loaded = trimesh.load(str(path), force="scene", process=False)
+    except Exception as exc:  # each format's parser raises its own exception types
+        raise ValueError(f"cannot read mesh file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+
+    parts: list[tuple[str, np.ndarray, np.ndarray]] = []
+    for node in loaded.graph.nodes_geometry:
+        node_matrix, geometry_name = loaded.graph[node]
+        geometry = loaded.geometry[geometry_name]
+        faces = getattr(geometry, "faces", None)
+        if faces is None or len(faces) == 0:
+            continue  # point clouds, paths and empty meshes carry no triangles
+        vertices = np.asarray(geometry.vertices, dtype=np.float64)
+        indices = np.asarray(faces)
+        where = f"{str(path)!r} (node {node!r})"
+        if indices.ndim != 2 or indices.shape[1] != 3:
+            raise ValueError(f"{where}: faces are not triangles (shape {indices.shape})")
+        if not np.isfinite(vertices).all():
+            bad = int((~np.isfinite(vertices).all(axis=1)).sum())
+            raise ValueError(f"{where}: {bad} vertices are not finite (NaN or infinity)")
+        if indices.min() < 0 or indices.max() >= len(vertices):
+            raise ValueError(f"{where}: triangle indices out of range for {len(vertices)} vertices")
+        matrix = np.asarray(node_matrix, dtype=np.float64)
+        if user is not None:
+            matrix = user @ matrix
+        out = _apply(matrix, vertices)
+        if not np.isfinite(out).all():
+            raise ValueError(f"{where}: vertices are not finite after the transform (float32 overflow)")
+        parts.append((str(node), out, indices.astype(np.int32)))
+    if not parts:
+        raise ValueError(f"mesh file {str(path)!r} contains no triangles")
+    if len(parts) == 1:
+        return [Mesh(parts[0][1], parts[0][2], material=material, name=base)]
+    return [Mesh(v, i, material=material, name=f"{base}:{node}") for node, v, i in parts]
+
+
+def _host_vertices(mesh: Mesh) -> np.ndarray:
+    vertices = mesh.vertices
+    if hasattr(vertices, "__cuda_array_interface__") and not isinstance(vertices, np.ndarray):
+        raise TypeError(f"mesh {mesh.name!r} has device vertices; fit_to_box works on host (numpy) meshes")
+    return np.asarray(vertices, dtype=np.float32).reshape(-1, 3)
+
+
+def fit_matrix(
+    meshes: Sequence[Mesh],
+    center: Sequence[float] = (0.0, 0.0, 0.0),
+    size: float = 1.0,
+    *,
+    floor: float | None = None,
+) -> np.ndarray:
+    """The 4x4 uniform scale and translation that fits ``meshes`` into a box.
+
+    The largest side of the meshes' joint bounding box becomes ``size`` and
+    its centre moves to ``center``; with ``floor`` the lowest point instead
+    rests at ``y = floor`` (x and z still centred).
+
+    Raises
+    ------
+    ValueError
+        If there are no vertices, ``size`` is not positive, or all vertices coincide.
+    """
+    if not size > 0:
+        raise ValueError(f"size must be positive, got {size}")
+    points = [_host_vertices(m) for m in meshes]
+    points = [p for p in points if len(p)]
+    if not points:
+        raise ValueError("fit_matrix needs at least one vertex")
+    allv = np.concatenate(points).astype(np.float64)
+    lo, hi = allv.min(axis=0), allv.max(axis=0)
+    extent = float((hi - lo).max())
+    if extent <= 0:
+        raise ValueError("all vertices coincide: nothing to scale")
+    scale = size / extent
+    target = np.asarray(center, dtype=np.float64).reshape(3).copy()
+    middle = (lo + hi) / 2
+    matrix = np.eye(4)
+    matrix[:3, :3] *= scale
+    matrix[:3, 3] = target - scale * middle
+    if floor is not None:
+        matrix[1, 3] = float(floor) - scale * lo[1]
+    return matrix
+
+
+def fit_to_box(
+    meshes: Sequence[Mesh],
+    center: Sequence[float] = (0.0, 0.0, 0.0),
+    size: float = 1.0,
+    *,
+    floor: float | None = None,
+) -> list[Mesh]:
+    """Copies of ``meshes`` scaled and moved together by :func:`fit_matrix` (proportions kept)."""
+    matrix = fit_matrix(meshes, center, size, floor=floor)
+    return [dataclasses.replace(m, vertices=_apply(matrix, _host_vertices(m))) for m in meshes]
+
+
+def _on_walls(vertices: np.ndarray, tolerance: float = 0.02) -> bool:
+    return bool((np.abs(vertices).max(axis=1) >= 1.0 - tolerance).all())
+
+
+def cornell_room() -> Scene:
+    """The Cornell box of :func:`cornell_box` without its two blocks: walls, light and camera.
+
+    A mesh is kept when it emits light or when every vertex lies on the
+    walls (a coordinate at +-1); the blocks stand inside the room.
+    """
+    from optixasync.scene import cornell_box
+
+    scene = cornell_box()
+    kept = []
+    for mesh in scene.meshes:
+        emits = any(float(c) > 0 for c in np.ravel(mesh.material.emission))
+        if emits or _on_walls(_host_vertices(mesh)):
+            kept.append(mesh)
+    scene.meshes = kept
+    return scene
+
+
+def load_into_cornell_box(
+    path: str | Path,
+    material: Material | None = None,
+    transform: Any = None,
+    *,
+    size: float = 1.2,
+    center_xz: tuple[float, float] = (0.0, 0.0),
+) -> Scene:
+    """The Cornell room (:func:`cornell_room`) with the model of ``path`` standing on its floor.
+
+    The model (after ``transform``) is scaled so that its largest side is
+    ``size`` (the room is 2 wide) and placed on the floor at ``center_xz``.
+    The default material is light grey and two-sided: model files often mix
+    triangle windings, and a one-sided surface is black from the back.
+    """
+    from optixasync.scene import Material
+
+    if not 0 < size <= 1.9:
+        raise ValueError(f"size must be in (0, 1.9] to fit the room (2 wide), got {size}")
+    material = Material(reflectance=(0.8, 0.8, 0.8), two_sided=True) if material is None else material
+    meshes = load_mesh(path, material, transform)
+    scene = cornell_room()
+    floor = -1.0 + 1e-3  # a hair above the floor so the two surfaces never coincide
+    for mesh in fit_to_box(meshes, (center_xz[0], 0.0, center_xz[1]), size, floor=floor):
+        scene.add(mesh)
+    return scene

@@ -1,0 +1,242 @@
+"""Triangle meshes, affine placement, and the basic shapes (rectangle, cube, icosphere).
+
+Everything here is host-side numpy; nothing touches the GPU. A mesh may also
+hold device arrays (anything with ``__cuda_array_interface__``): those are
+checked for dtype, shape and contiguity only, never read back.
+
+The front side of a triangle is the side of its winding normal
+``cross(v1 - v0, v2 - v0)``. A placement with a negative determinant (a
+mirror) would turn that normal inwards, so :meth:`Mesh.transformed` swaps two
+corners of every triangle: the front side stays the side the transformed
+normal (the inverse transpose applied to the old one) points to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..accel._inputs import check_indices, check_vertices, is_device_array
+from ._material import Material
+
+__all__ = ["Mesh", "as_affine", "cube", "rectangle", "sphere"]
+
+
+def as_affine(matrix: Any, name: str = "matrix") -> np.ndarray:
+    """A 3x4 or 4x4 row-major affine transform as a float64 (3, 4) array.
+
+    Raises
+    ------
+    ValueError
+        On another shape, a non-finite entry, a 4x4 whose last row is not
+        ``0 0 0 1``, or a singular linear part (it would flatten the mesh).
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    if m.shape not in ((3, 4), (4, 4)):
+        raise ValueError(f"{name} must be a 3x4 or 4x4 affine transform, got shape {m.shape}")
+    if not np.isfinite(m).all():
+        raise ValueError(f"{name} contains NaN or Inf")
+    if m.shape == (4, 4):
+        if not np.allclose(m[3], (0.0, 0.0, 0.0, 1.0), rtol=0.0, atol=1e-12):
+            raise ValueError(f"{name}: the last row of a 4x4 affine transform must be 0 0 0 1, got {m[3].tolist()}")
+        m = m[:3]
+    scale = max(float(np.abs(m[:, :3]).max()), 1e-300)
+    if abs(np.linalg.det(m[:, :3])) <= 1e-12 * scale**3:
+        raise ValueError(f"{name} is singular (its 3x3 part has determinant ~0): it would flatten the mesh")
+    return np.ascontiguousarray(m)
+
+
+@dataclass(eq=False)
+class Mesh:
+    """A triangle mesh with one material.
+
+    Attributes
+    ----------
+    vertices : array (V, 3) float32
+        Host (numpy) or device (``__cuda_array_interface__``) array, C-contiguous.
+    indices : array (F, 3) int32 or uint32
+        Corners of each triangle; their order gives the front side
+        (``cross(v1 - v0, v2 - v0)``).
+    material : Material
+    name : str
+    dynamic : bool
+        The vertices will move (the path tracer builds its structure for
+        refits). Emissive meshes must be static: the emitter table holds
+        their world positions.
+
+    Raises
+    ------
+    ValueError
+        On a wrong dtype, shape, contiguity, an out-of-range index or a
+        non-finite vertex (host arrays are checked completely), or an
+        emissive dynamic mesh.
+    TypeError
+        On a material that is not a :class:`Material`.
+    """
+
+    vertices: Any
+    indices: Any
+    material: Material = field(default_factory=Material)
+    name: str = ""
+    dynamic: bool = False
+
+    def __post_init__(self) -> None:
+        label = f"mesh {self.name!r}" if self.name else "mesh"
+        if not isinstance(self.material, Material):
+            raise TypeError(f"{label}: material must be a Material, got {type(self.material).__name__}")
+        if not isinstance(self.name, str):
+            raise TypeError(f"mesh name must be a str, got {type(self.name).__name__}")
+        if not isinstance(self.dynamic, bool):
+            raise TypeError(f"{label}: dynamic must be a bool, got {type(self.dynamic).__name__}")
+        self.num_vertices = check_vertices(self.vertices, name=f"{label} vertices")
+        self.num_triangles = check_indices(self.indices, self.num_vertices, name=f"{label} indices")
+        if self.dynamic and self.material.is_emissive:
+            raise ValueError(f"{label} is emissive and dynamic: emitters must be static (the emitter table "
+                             "holds their world positions)")
+
+    @property
+    def on_device(self) -> bool:
+        """Whether the vertices or indices are device arrays."""
+        return is_device_array(self.vertices) or is_device_array(self.indices)
+
+    def _host(self, what: str) -> tuple[np.ndarray, np.ndarray]:
+        if self.on_device:
+            raise TypeError(f"{what} needs host (numpy) arrays; mesh {self.name!r} holds device arrays")
+        return self.vertices, self.indices
+
+    def corners(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The three corners of every triangle, each (F, 3) float64 (host arrays only)."""
+        vertices, indices = self._host("corners()")
+        v = vertices.astype(np.float64)
+        idx = indices.astype(np.int64)
+        return v[idx[:, 0]], v[idx[:, 1]], v[idx[:, 2]]
+
+    def face_normals(self) -> np.ndarray:
+        """Unit winding normals (F, 3) float64 (zero for degenerate triangles; host arrays only)."""
+        v0, v1, v2 = self.corners()
+        n = np.cross(v1 - v0, v2 - v0)
+        length = np.linalg.norm(n, axis=1, keepdims=True)
+        return np.divide(n, length, out=np.zeros_like(n), where=length > 0)
+
+    def areas(self) -> np.ndarray:
+        """Triangle areas (F,) float64 (host arrays only)."""
+        v0, v1, v2 = self.corners()
+        return 0.5 * np.linalg.norm(np.cross(v1 - v0, v2 - v0), axis=1)
+
+    def transformed(self, matrix: Any) -> Mesh:
+        """A copy placed by ``matrix`` (3x4 or 4x4 row-major affine; host arrays only).
+
+        A mirroring transform (negative determinant) also swaps two corners
+        of every triangle, so the front side stays the transformed front side.
+        """
+        vertices, indices = self._host("transformed()")
+        m = as_affine(matrix)
+        moved = vertices.astype(np.float64) @ m[:, :3].T + m[:, 3]
+        new_indices = np.array(indices, copy=True)
+        if np.linalg.det(m[:, :3]) < 0:
+            new_indices = np.ascontiguousarray(new_indices[:, [0, 2, 1]])
+        return Mesh(np.ascontiguousarray(moved, dtype=np.float32), new_indices, self.material, self.name, self.dynamic)
+
+
+# --- shapes ---------------------------------------------------------------------------------------------------------
+
+_SQUARE = np.array([[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]], np.float32)
+_SQUARE_TRIANGLES = np.array([[0, 1, 2], [0, 2, 3]], np.int32)  # winding normal +z
+
+
+def rectangle(matrix: Any = None, material: Material | None = None, name: str = "") -> Mesh:
+    """The square [-1, 1]^2 in the plane z = 0 (front side +z), placed by ``matrix`` (identity if None)."""
+    mesh = Mesh(_SQUARE.copy(), _SQUARE_TRIANGLES.copy(), material if material is not None else Material(), name)
+    return mesh if matrix is None else mesh.transformed(matrix)
+
+
+def _cube_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """The cube [-1, 1]^3 as 6 faces of 4 vertices each (24 vertices, 12 triangles), fronts outwards."""
+    vertices, indices = [], []
+    for axis in range(3):
+        u = np.eye(3)[(axis + 1) % 3]
+        v = np.eye(3)[(axis + 2) % 3]  # u x v = +axis
+        for sign in (1.0, -1.0):
+            centre = sign * np.eye(3)[axis]
+            base = len(vertices)
+            vertices += [centre - u - v, centre + u - v, centre + u + v, centre - u + v]
+            quad = [[0, 1, 2], [0, 2, 3]] if sign > 0 else [[0, 2, 1], [0, 3, 2]]
+            indices += [[base + a, base + b, base + c] for a, b, c in quad]
+    return np.array(vertices, np.float32), np.array(indices, np.int32)
+
+
+_CUBE = _cube_arrays()
+
+
+def cube(matrix: Any = None, material: Material | None = None, name: str = "") -> Mesh:
+    """The cube [-1, 1]^3 with outward front sides, placed by ``matrix`` (identity if None)."""
+    mesh = Mesh(_CUBE[0].copy(), _CUBE[1].copy(), material if material is not None else Material(), name)
+    return mesh if matrix is None else mesh.transformed(matrix)
+
+
+def _icosahedron() -> tuple[np.ndarray, np.ndarray]:
+    phi = (1.0 + 5.0**0.5) / 2.0
+    v = np.array([[-1, phi, 0], [1, phi, 0], [-1, -phi, 0], [1, -phi, 0], [0, -1, phi], [0, 1, phi],
+                  [0, -1, -phi], [0, 1, -phi], [phi, 0, -1], [phi, 0, 1], [-phi, 0, -1], [-phi, 0, 1]], np.float64)
+    f = np.array([[0, 11, 5], [0, 5, 1], [0, 1, 7], [0, 7, 10], [0, 10, 11], [1, 5, 9], [5, 11, 4], [11, 10, 2],
+                  [10, 7, 6], [7, 1, 8], [3, 9, 4], [3, 4, 2], [3, 2, 6], [3, 6, 8], [3, 8, 9], [4, 9, 5],
+                  [2, 4, 11], [6, 2, 10], [8, 6, 7], [9, 8, 1]], np.int64)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    # Orient every face outwards by construction rather than trusting a hand-written table.
+    n = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    inward = np.einsum("ij,ij->i", n, v[f].mean(axis=1)) < 0
+    f[inward] = f[inward][:, [0, 2, 1]]
+    return v, f
+
+
+def _subdivide(v: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Split every triangle in four; shared edges share their midpoint (the mesh stays watertight)."""
+    edges = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+    unique, inverse = np.unique(np.sort(edges, axis=1), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    mid = v[unique[:, 0]] + v[unique[:, 1]]
+    mid /= np.linalg.norm(mid, axis=1, keepdims=True)
+    m = len(v) + inverse.reshape(3, -1)  # midpoint index of edge (0,1), (1,2), (2,0) of every face
+    a, b, c = f[:, 0], f[:, 1], f[:, 2]
+    ab, bc, ca = m[0], m[1], m[2]
+    faces = np.concatenate([np.stack([a, ab, ca], 1), np.stack([ab, b, bc], 1), np.stack([ca, bc, c], 1),
+                            np.stack([ab, bc, ca], 1)])
+    return np.concatenate([v, mid]), faces
+
+
+def sphere(center: Any = (0.0, 0.0, 0.0), radius: float = 1.0, material: Material | None = None, *,
+           subdivisions: int = 4, inward: bool = False, name: str = "") -> Mesh:
+    """An icosphere: ``20 * 4**subdivisions`` triangles with vertices on the sphere.
+
+    Parameters
+    ----------
+    center : 3 floats
+    radius : float
+        Positive.
+    material : Material, optional
+    subdivisions : int
+        0 gives the icosahedron; 4 gives 5120 triangles.
+    inward : bool
+        Flip the winding so that the front sides face the centre (a closed
+        room seen from inside, as in a furnace test).
+    name : str
+    """
+    c = np.asarray(center, dtype=np.float64)
+    if c.shape != (3,) or not np.isfinite(c).all():
+        raise ValueError(f"center must be 3 finite numbers, got {center!r}")
+    radius = float(radius)
+    if not (np.isfinite(radius) and radius > 0):
+        raise ValueError(f"radius must be a positive number, got {radius}")
+    subdivisions = int(subdivisions)
+    if not 0 <= subdivisions <= 8:
+        raise ValueError(f"subdivisions must be in [0, 8], got {subdivisions}")
+    v, f = _icosahedron()
+    for _ in range(subdivisions):
+        v, f = _subdivide(v, f)
+    if inward:
+        f = f[:, [0, 2, 1]]
+    vertices = np.ascontiguousarray(v * radius + c, dtype=np.float32)
+    return Mesh(vertices, np.ascontiguousarray(f, dtype=np.int32), material if material is not None else Material(),
+                name)

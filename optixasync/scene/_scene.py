@@ -1,0 +1,68 @@
+"""A scene: meshes and a camera. Plain host data; the renderer turns it into GPU structures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ._camera import Camera
+from ._mesh import Mesh
+
+__all__ = ["Scene"]
+
+
+@dataclass(eq=False)
+class Scene:
+    """Meshes seen through a camera.
+
+    Attributes
+    ----------
+    meshes : list of Mesh
+        In order: mesh ``i`` is build input ``i`` of the renderer's
+        acceleration structure (and ``PathTracer.vertices(i)``).
+    camera : Camera
+        Defaults to the Cornell box camera (eye at z = 3.9 looking along -z).
+
+    Raises
+    ------
+    TypeError
+        On a mesh that is not a :class:`Mesh` or a camera that is not a :class:`Camera`.
+    """
+
+    meshes: list[Mesh] = field(default_factory=list)
+    camera: Camera = field(default_factory=lambda: Camera((0.0, 0.0, 3.9), (0.0, 0.0, 0.0)))
+
+    def __post_init__(self) -> None:
+        self.meshes = list(self.meshes)
+        for k, mesh in enumerate(self.meshes):
+            if not isinstance(mesh, Mesh):
+                raise TypeError(f"scene mesh {k} must be a Mesh, got {type(mesh).__name__}")
+        if not isinstance(self.camera, Camera):
+            raise TypeError(f"scene camera must be a Camera, got {type(self.camera).__name__}")
+
+    def add(self, mesh: Mesh) -> Mesh:
+        """Append ``mesh`` and return it."""
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"expected a Mesh, got {type(mesh).__name__}")
+        self.meshes.append(mesh)
+        return mesh
+
+    @property
+    def emitters(self) -> list[int]:
+        """Indices of the emissive meshes."""
+        return [k for k, mesh in enumerate(self.meshes) if mesh.material.is_emissive]
+
+    @property
+    def dynamic(self) -> list[int]:
+        """Indices of the meshes whose vertices may move."""
+        return [k for k, mesh in enumerate(self.meshes) if mesh.dynamic]
+
+    @property
+    def num_triangles(self) -> int:
+        return sum(mesh.num_triangles for mesh in self.meshes)
+
+    def find(self, name: str) -> int:
+        """Index of the first mesh called ``name``; KeyError if none."""
+        for k, mesh in enumerate(self.meshes):
+            if mesh.name == name:
+                return k
+        raise KeyError(f"no mesh named {name!r}; the scene has {[m.name for m in self.meshes]}")

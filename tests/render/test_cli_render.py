@@ -1,0 +1,446 @@
+"""``optixasync render``: argument checking without a GPU (exit status 2, one line), --help without CuPy; on a GPU, renders.
+
+The CPU tests run the command with CuPy made unimportable, so a bad argument
+that reached the GPU code would show up as an import error, not a clean message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from optixasync import cli
+from optixasync.render._cli import RenderPlan, add_arguments, format_stats, gpu_busy, plan_from_args, swing_camera
+from optixasync.scheduler._stats import FrameStats, SchedulerStats
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(extra_path: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(extra_path)] if extra_path is not None else []
+    paths += [str(REPO_ROOT), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    return env
+
+
+@pytest.fixture
+def no_cupy(tmp_path) -> Path:
+    """A folder whose ``cupy`` package raises on import: put first on PYTHONPATH, it hides the real one."""
+    package = tmp_path / "blocked" / "cupy"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('raise ImportError("cupy is blocked: this command must not touch the GPU")\n')
+    return package.parent
+
+
+def run_render(args: list[str], cwd: Path, blocked: Path | None = None, timeout: float = 120):
+    return subprocess.run([sys.executable, "-m", "optixasync", "render", *args], cwd=cwd, env=_env(blocked),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+@pytest.fixture
+def mesh_files(tmp_path) -> dict[str, Path]:
+    files = {
+        "fbx": tmp_path / "model.fbx",
+        "empty": tmp_path / "empty.obj",
+        "tetra": tmp_path / "tetra.obj",
+    }
+    files["fbx"].write_text("not a mesh we read")
+    files["empty"].write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\n")
+    files["tetra"].write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    return files
+
+
+# -- help ----------------------------------------------------------------------------------------------------------
+
+
+def test_help_without_cupy(no_cupy, tmp_path):
+    result = run_render(["--help"], tmp_path, no_cupy)
+    assert result.returncode == 0, result.stderr
+    for option in ("--scene", "--spp", "--max-depth", "--frames", "--frames-in-flight", "--spp-per-frame",
+                   "--progressive", "--out", "--seed"):
+        assert option in result.stdout
+    top = subprocess.run([sys.executable, "-m", "optixasync", "--help"], cwd=tmp_path, env=_env(no_cupy),
+                         capture_output=True, text=True, timeout=120)
+    assert top.returncode == 0, top.stderr
+    assert "render" in top.stdout
+
+
+def test_example_help_without_cupy(no_cupy, tmp_path):
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "examples" / "path_tracer.py"), "--help"], cwd=tmp_path,
+                            env=_env(no_cupy), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "--frames-in-flight" in result.stdout and "Cornell box" in result.stdout
+
+
+# -- bad input -----------------------------------------------------------------------------------------------------
+
+BAD_INPUT = [
+    (["--scene", "nonexistent"], "unknown scene 'nonexistent'"),
+    (["--scene", "{tmp}/missing.obj"], "mesh file not found"),
+    (["--scene", "{fbx}"], "unsupported mesh format '.fbx'"),
+    (["--scene", "{empty}"], "contains no triangles"),
+    (["--out", "image.jpg"], "unsupported image format '.jpg'"),
+    (["--out", "image"], "unsupported image format 'no suffix'"),
+    (["--width", "0"], "--width must be a positive integer, got 0"),
+    (["--height", "-5"], "--height must be a positive integer, got -5"),
+    (["--spp", "0"], "--spp must be a positive integer"),
+    (["--max-depth", "0"], "--max-depth must be a positive integer"),
+    (["--seed", "-1"], "--seed must be >= 0"),
+    (["--frames", "0"], "--frames must be a positive integer"),
+    (["--frames", "3", "--out", "anim.exr"], "use .png"),
+    (["--progressive", "3", "--out", "still.exr"], "use .png"),
+    (["--frames", "3", "--progressive", "3"], "exclude each other"),
+    (["--frames-in-flight", "0", "--frames", "2"], "--frames-in-flight must be a positive integer"),
+    (["--scene", "cloth", "--cells", "0"], "--cells must be a positive integer"),
+    (["--dt", "nan", "--frames", "2"], "--dt must be a positive number"),
+]
+
+
+def _fill(args: list[str], tmp_path: Path, files: dict[str, Path]) -> list[str]:
+    return [a.format(tmp=tmp_path, **{k: str(v) for k, v in files.items()}) for a in args]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
+def test_bad_input_in_process(args, message, tmp_path, mesh_files, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # any GPU work would fail with an ImportError
+    monkeypatch.chdir(tmp_path)
+    status = cli.main(["render", *_fill(args, tmp_path, mesh_files)])
+    captured = capsys.readouterr()
+    assert status == 2, captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("optixasync render: error: ")
+    assert message in lines[0]
+    assert captured.out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in mesh_files.values())  # no output
+
+
+@pytest.mark.parametrize(("args", "message"), [BAD_INPUT[i] for i in (0, 2, 3, 4, 6)])
+def test_bad_input_subprocess(args, message, tmp_path, mesh_files, no_cupy):
+    result = run_render(_fill(args, tmp_path, mesh_files), tmp_path, no_cupy)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+
+
+def test_non_integer_size_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["render", "--width", "wide"])
+    assert info.value.code == 2
+    assert "invalid int value: 'wide'" in capsys.readouterr().err
+
+
+# -- plans -----------------------------------------------------------------------------------------------------------
+
+
+def test_default_plan_is_the_cornell_box_still():
+    plan = plan_from_args(parse([]))
+    assert plan == RenderPlan(scene="cornell_box", mesh_path=None, mode="still", out=Path("cornell_box.png"), count=0,
+                              width=512, height=512, spp=256, max_depth=8, samples_per_launch=0, seed=0, cells=708,
+                              frames_in_flight=2, spp_per_frame=16, dt=1 / 30, quiet=False)
+
+
+def test_frames_plan_defaults_to_the_cloth():
+    plan = plan_from_args(parse(["--frames", "10"]))
+    assert (plan.mode, plan.scene, plan.count, plan.out) == ("frames", "cloth", 10, Path("out.png"))
+    assert (plan.frames_in_flight, plan.spp_per_frame) == (2, 16)
+    plan = plan_from_args(parse(["--frames", "4", "--scene", "cornell_box", "--frames-in-flight", "3"]))
+    assert (plan.scene, plan.frames_in_flight) == ("cornell_box", 3)
+
+
+def test_progressive_and_file_plans(mesh_files):
+    plan = plan_from_args(parse(["--progressive", "5", "--spp-per-frame", "4", "--scene", str(mesh_files["tetra"])]))
+    assert (plan.mode, plan.scene, plan.mesh_path, plan.count) == ("progressive", "file", mesh_files["tetra"], 5)
+    assert plan.out == Path("tetra.png")
+    plan = plan_from_args(parse(["--out", "x/y.EXR", "--width", "64", "--height", "32", "--spp", "3"]))
+    assert (plan.out, plan.width, plan.height, plan.spp) == (Path("x/y.EXR"), 64, 32, 3)
+
+
+def test_swing_camera_turns_about_the_target():
+    from optixasync.scene import Camera
+
+    camera = Camera(eye=(0.0, 0.5, 3.9), target=(0.0, 0.5, 0.0), up=(0.0, 1.0, 0.0), fov=40.0)
+    turned = swing_camera(camera, 90.0)
+    np.testing.assert_allclose(turned.eye, (3.9, 0.5, 0.0), atol=1e-12)
+    np.testing.assert_allclose(turned.target, camera.target)
+    assert turned.fov == 40.0
+    back = swing_camera(turned, -90.0)
+    np.testing.assert_allclose(back.eye, camera.eye, atol=1e-12)
+
+
+def test_format_stats_reports_the_scheduler_numbers():
+    stats = SchedulerStats()
+    for k in range(5):  # 10 ms frames, 8 ms of GPU work each, back to back: 100 fps, GPU busy 0.8
+        begin = 0.010 * k
+        stats.frames.append(FrameStats(index=k, submit_ms=0.2, gpu_ms=8.0, gap_us=2000.0, in_flight=2, ahead=1,
+                                       waited=k > 1, host_begin=begin, host_submit=begin + 0.0002,
+                                       host_done=begin + 0.010))
+    summary = stats.summary()
+    assert gpu_busy(summary) == pytest.approx(8.0 * 5 / 50.0)
+    line = format_stats(summary, 2)
+    for expected in ("N=2", "100.0 fps", "5 frames", "frames in flight 2.00", "ahead 1.00", "waits/frame 0.60",
+                     "GPU busy 80.0%", "GPU 8.00 ms/frame", "submit 0.200 ms/frame", "GPU gap 2000.0 us"):
+        assert expected in line, line
+    legacy = {k: v for k, v in summary.items() if k != "gpu_busy"}  # computed when the summary lacks it
+    assert gpu_busy(legacy) == pytest.approx(0.8)
+    assert "GPU clock" not in line
+    assert "(GPU clock 95.0%)" in format_stats({**summary, "gpu_utilization": 0.95}, 2)
+
+
+# -- on a GPU ------------------------------------------------------------------------------------------------------
+
+
+def _png(path: Path) -> np.ndarray:
+    from PIL import Image
+
+    return np.asarray(Image.open(path))
+
+
+@pytest.mark.gpu
+def test_render_still_png_and_exr(tmp_path):
+    result = run_render(["--width", "48", "--height", "32", "--spp", "8", "--out", "box.png", "--quiet"], tmp_path,
+                        timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    image = _png(tmp_path / "box.png")
+    assert image.shape == (32, 48, 3) and image.dtype == np.uint8
+    assert image.mean() > 10, "the Cornell box rendered black"
+    assert "48x32, 8 spp" in result.stdout and "Msamples/s" in result.stdout
+    try:
+        import OpenEXR  # noqa: F401
+    except ImportError:
+        return
+    result = run_render(["--width", "16", "--height", "16", "--spp", "4", "--out", "box.exr", "--quiet"], tmp_path,
+                        timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "box.exr").stat().st_size > 0
+
+
+@pytest.mark.gpu
+def test_render_cloth_frames(tmp_path):
+    args = ["--frames", "4", "--cells", "24", "--width", "32", "--height", "32", "--spp-per-frame", "2",
+            "--out", "anim/f.png", "--quiet"]
+    result = run_render(args, tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = sorted((tmp_path / "anim").iterdir())
+    assert [p.name for p in files] == [f"f_{k:04d}.png" for k in range(4)]
+    frames = [_png(p) for p in files]
+    assert all(f.shape == (32, 32, 3) for f in frames)
+    assert any(not np.array_equal(frames[0], f) for f in frames[1:]), "the cloth did not move"
+    assert "fps" in result.stdout and "frames in flight" in result.stdout and "GPU busy" in result.stdout
+
+
+@pytest.mark.gpu
+def test_render_progressive_mesh_file(tmp_path, mesh_files):
+    args = ["--scene", str(mesh_files["tetra"]), "--progressive", "4", "--spp-per-frame", "2", "--width", "24",
+            "--height", "24", "--out", "p.png", "--quiet"]
+    result = run_render(args, tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    image = _png(tmp_path / "p.png")
+    assert image.shape == (24, 24, 3) and image.mean() > 10
+    assert "4 frames x 2 spp = 8 spp" in result.stdout
+
+
+# -- the GPU code path, driven by stand-ins (CPU) ---------------------------------------------------------------------
+
+
+class _FakeFrame:
+    def __init__(self, index: int, stream: object) -> None:
+        self.index, self.stream, self.launches = index, stream, []
+
+
+class _FakeScheduler:
+    """Frames complete ``frames_in_flight - 1`` submissions late, like a GPU-bound pipeline."""
+
+    instances: list[_FakeScheduler] = []
+
+    def __init__(self, ctx, frames_in_flight, *, params_dtype=None, stream=None) -> None:
+        from optixasync.scheduler import FrameResult
+
+        self._result = FrameResult
+        self.n, self.stream, self.params_dtype = frames_in_flight, stream, params_dtype
+        self.pending: list[_FakeFrame] = []
+        self.stats = SchedulerStats()
+        self.closed = False
+        self.frames: list[_FakeFrame] = []
+        _FakeScheduler.instances.append(self)
+
+    def frame(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def recording():
+            frame = _FakeFrame(len(self.frames), self.stream)
+            yield frame
+            self.frames.append(frame)
+            self.pending.append(frame)
+
+        return recording()
+
+    def _retire(self, frames):
+        out = []
+        for frame in frames:
+            k = frame.index
+            self.stats.frames.append(FrameStats(index=k, gpu_ms=4.0, gap_us=10.0, in_flight=self.n, ahead=self.n - 1,
+                                                submit_ms=0.1, waited=True, host_begin=0.005 * k,
+                                                host_done=0.005 * k + 0.005))
+            readbacks = {}
+            for _spp, readback, _camera in frame.launches:
+                if readback is not None:
+                    readbacks[readback] = np.full((6, 8, 4), 10 * k % 256, np.uint8)
+            out.append(self._result(k, readbacks, self.stats.frames[-1]))
+        return out
+
+    def poll(self):
+        ready, self.pending = self.pending[:-(self.n - 1) or None], self.pending[-(self.n - 1):] if self.n > 1 else []
+        return self._retire(ready)
+
+    def drain(self):
+        ready, self.pending = self.pending, []
+        return self._retire(ready)
+
+    def close(self):
+        self.closed = True
+
+
+class _FakeTracer:
+    params_dtype = np.dtype([("x", "<u4")])
+    instances: list[_FakeTracer] = []
+
+    def __init__(self, ctx, scene, options, *, stream=None) -> None:
+        self.scene, self.options, self.stream = scene, options, stream
+        self.resets, self.renders = 0, []
+        self.last_launch_ms = 2.5
+        _FakeTracer.instances.append(self)
+
+    def record(self, frame, spp=1, *, readback="image", camera=None):
+        frame.launches.append((spp, readback, camera))
+
+    def reset(self):
+        self.resets += 1
+
+    def render(self, spp=None, progress=None):
+        self.renders.append(spp)
+        if progress is not None:
+            progress(spp)
+        return np.full((self.options.height, self.options.width, 3), 0.5, np.float32)
+
+    @staticmethod
+    def tonemap(linear):
+        from optixasync.render import tonemap_srgb
+
+        return tonemap_srgb(linear)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+class _FakeEvent:
+    def record(self, stream=None):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    import contextlib
+
+    cupy = pytest.importorskip("cupy")  # importable without a GPU; only get_elapsed_time is used, and replaced
+
+    import optixasync
+    import optixasync.cuda
+    import optixasync.render
+    import optixasync.scheduler
+
+    _FakeScheduler.instances.clear()
+    _FakeTracer.instances.clear()
+    monkeypatch.setattr(optixasync, "Context", lambda: contextlib.nullcontext(object()))
+    monkeypatch.setattr(optixasync.cuda, "create_stream", lambda: "stream")
+    monkeypatch.setattr(optixasync.cuda, "timing_event", _FakeEvent)
+    monkeypatch.setattr(cupy.cuda, "get_elapsed_time", lambda a, b: 40.0)
+    monkeypatch.setattr(optixasync.render, "PathTracer", _FakeTracer)
+    monkeypatch.setattr(optixasync.scheduler, "FrameScheduler", _FakeScheduler)
+
+
+def test_still_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
+    status = cli.main(["render", "--width", "8", "--height", "6", "--spp", "32", "--out", str(tmp_path / "s.png"),
+                       "--quiet"])
+    out = capsys.readouterr().out
+    assert status == 0
+    (tracer,) = _FakeTracer.instances
+    assert tracer.renders == [32] and tracer.stream == "stream"
+    assert (tracer.options.width, tracer.options.height, tracer.options.spp, tracer.options.max_depth) == (8, 6, 32, 8)
+    image = _png(tmp_path / "s.png")
+    assert image.shape == (6, 8, 3) and (image == 188).all()  # 0.5 linear through the sRGB curve
+    # one launch: its own GPU time (2.5 ms) -> 8*6*32 samples / 2.5 ms
+    assert "8x6, 32 spp, max depth 8, GPU time 2.5 ms, 0.6 Msamples/s" in out
+
+
+def test_frames_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
+    status = cli.main(["render", "--scene", "cornell_box", "--frames", "5", "--frames-in-flight", "3", "--width", "8",
+                       "--height", "6", "--spp-per-frame", "4", "--out", str(tmp_path / "a" / "f.png"), "--quiet"])
+    out = capsys.readouterr().out
+    assert status == 0
+    (sched,) = _FakeScheduler.instances
+    (tracer,) = _FakeTracer.instances
+    assert sched.n == 3 and sched.stream == tracer.stream == "stream" and sched.closed
+    assert sched.params_dtype == _FakeTracer.params_dtype
+    assert [f.launches[0][:2] for f in sched.frames] == [(4, "image")] * 5
+    cameras = [f.launches[0][2] for f in sched.frames]
+    eyes = np.array([c.eye for c in cameras])
+    np.testing.assert_allclose(np.linalg.norm(eyes, axis=1), 3.9)  # swinging about the target at the origin
+    angles = np.radians(15.0 * np.sin(2 * np.pi * np.arange(5) / 5))  # a +-15 degree swing over the animation
+    np.testing.assert_allclose(eyes, np.stack([3.9 * np.sin(angles), 0 * angles, 3.9 * np.cos(angles)], 1), atol=1e-12)
+    assert tracer.resets == 5
+    files = sorted((tmp_path / "a").iterdir())
+    assert [p.name for p in files] == [f"f_{k:04d}.png" for k in range(5)]
+    for k, path in enumerate(files):
+        assert (_png(path) == 10 * k).all() and _png(path).shape == (6, 8, 3)
+    assert "wrote 5 frames" in out and "scheduler N=3" in out and "GPU busy 80.0%" in out
+    assert "waits/frame 1.00" in out and "frames in flight 3.00 (ahead 2.00)" in out
+
+
+def test_cloth_frames_move_the_cloth(fake_gpu, tmp_path, capsys, monkeypatch):
+    from optixasync.scene import ClothAnimation
+
+    moves = []
+    monkeypatch.setattr(ClothAnimation, "update", lambda self, tracer, t, stream: moves.append((self.cells, t, stream)))
+    status = cli.main(["render", "--frames", "3", "--cells", "5", "--dt", "0.5", "--width", "8", "--height", "6",
+                       "--out", str(tmp_path / "c.png"), "--quiet"])
+    assert status == 0, capsys.readouterr().err
+    assert moves == [(5, 0.0, "stream"), (5, 0.5, "stream"), (5, 1.0, "stream")]
+    (sched,) = _FakeScheduler.instances
+    assert [f.launches[0] for f in sched.frames] == [(16, "image", None)] * 3  # the cloth moves, the camera stays
+    assert len(list(tmp_path.glob("c_*.png"))) == 3
+
+
+def test_progressive_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
+    status = cli.main(["render", "--progressive", "4", "--spp-per-frame", "2", "--width", "8", "--height", "6",
+                       "--out", str(tmp_path / "p.png"), "--quiet"])
+    out = capsys.readouterr().out
+    assert status == 0
+    (sched,) = _FakeScheduler.instances
+    (tracer,) = _FakeTracer.instances
+    # accumulate: no reset, no camera change; only the last frame is read back
+    assert [f.launches[0] for f in sched.frames] == [(2, None, None)] * 3 + [(2, "image", None)]
+    assert tracer.resets == 0
+    assert (_png(tmp_path / "p.png") == 30).all()  # the last frame's image (index 3)
+    assert "4 frames x 2 spp = 8 spp" in out

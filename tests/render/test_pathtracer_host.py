@@ -1,0 +1,201 @@
+"""The path tracer kernel run on the CPU: ``kernels/pathtracer.cu`` compiled by the host C++ compiler.
+
+``pathtracer_host.cpp`` supplies the CUDA intrinsics and an OptiX stand-in (brute-force triangle
+intersection calling the kernel's own hit and miss programs), so the kernel's path logic, its sampling and
+MIS weights, its depth convention and its accumulation run here exactly as written, with launch
+parameters, mesh records and the emitter table built by the library's own host code. The same closed-form
+and reference checks as the GPU tests, on smaller images. Skipped, with the reason, without a C++ compiler.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from optixasync._config import kernels_dir
+from optixasync.render import PATH_PARAMS, RenderOptions, build_emitter_table
+from optixasync.render._pathtracer import fill_params, mesh_records
+from optixasync.scene import Camera, Material, Scene, cornell_box, rectangle, sphere
+
+HERE = Path(__file__).resolve().parent
+THREADS = max(1, min(16, os.cpu_count() or 1))
+
+
+def load_reference():
+    spec = importlib.util.spec_from_file_location("render_reference", HERE / "reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def host_kernel(tmp_path_factory):
+    compiler = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++") or shutil.which("clang++")
+    if compiler is None:
+        pytest.skip("no C++ compiler (c++, g++ or clang++) to build the host version of the kernel")
+    build = tmp_path_factory.mktemp("pathtracer_host")
+    shutil.copy(kernels_dir() / "pathtracer.cu", build / "pathtracer.cu")
+    (build / "optixasync_device.h").write_text("#pragma once\n")  # the host file provides the device interface
+    shutil.copy(HERE / "pathtracer_host.cpp", build / "pathtracer_host.cpp")
+    library = build / "libpathtracer_host.so"
+    command = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-pthread", "-Wall",
+               "-Wno-unused-function", str(build / "pathtracer_host.cpp"), "-o", str(library)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, f"host build of pathtracer.cu failed:\n{result.stderr}"
+    lib = ctypes.CDLL(str(library))
+    lib.oa_host_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+    lib.oa_host_launch.restype = ctypes.c_int
+    return lib
+
+
+def aligned(array: np.ndarray, alignment: int = 16) -> np.ndarray:
+    """A copy of ``array`` whose data starts on an ``alignment``-byte boundary (float4 loads need it)."""
+    raw = np.zeros(array.nbytes + alignment, np.uint8)
+    start = (-raw.ctypes.data) % alignment
+    out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    out[...] = array
+    return out
+
+
+class HostTracer:
+    """Builds the kernel's inputs with the library's host code and launches the host kernel."""
+
+    def __init__(self, lib, scene: Scene, options: RenderOptions) -> None:
+        self.lib, self.scene, self.options = lib, scene, options
+        self.vertices = [np.array(m.vertices, np.float32, order="C") for m in scene.meshes]  # copies, like an upload
+        self.indices = [np.ascontiguousarray(m.indices, np.uint32) for m in scene.meshes]
+        self.table = build_emitter_table(scene.meshes)
+        self.entries = aligned(self.table.entries) if len(self.table) else None
+        self.records = aligned(mesh_records(scene, [v.ctypes.data for v in self.vertices],
+                                            [i.ctypes.data for i in self.indices], self.table.offsets))
+        self.counts = np.array([m.num_triangles for m in scene.meshes], np.uint32)
+        self.accum = aligned(np.zeros((options.height, options.width, 4), np.float32))
+        self.image = aligned(np.zeros((options.height, options.width, 4), np.uint8))
+
+    def launch(self, sample_offset: int, spp: int) -> None:
+        params = np.zeros((), PATH_PARAMS)
+        fill_params(params, options=self.options, camera=self.scene.camera, accum=self.accum.ctypes.data,
+                    image=self.image.ctypes.data, meshes=self.records.ctypes.data,
+                    emitters=self.entries.ctypes.data if self.entries is not None else 0,
+                    num_emitters=len(self.table), handle=1, sample_offset=sample_offset, spp=spp)
+        self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS)
+
+    def render(self, spp: int, per_launch: int | None = None) -> np.ndarray:
+        per_launch = per_launch or spp
+        for offset in range(0, spp, per_launch):
+            self.launch(offset, min(per_launch, spp - offset))
+        assert (self.accum[..., 3] == 0).all()  # no NaN/Inf sample
+        return self.accum[..., :3] / np.float32(spp)
+
+
+def host_render(lib, scene, spp, **options) -> np.ndarray:
+    return HostTracer(lib, scene, RenderOptions(spp=spp, **options)).render(spp)
+
+
+def furnace(albedo=0.5, le=1.0, extra=()) -> Scene:
+    room = sphere((0, 0, 0), 1.0, Material((albedo,) * 3, (le,) * 3), subdivisions=1, inward=True)
+    return Scene([room, *extra], Camera((0.1, -0.05, 0.2), (0.3, 0.2, -1.0), fov=70.0))
+
+
+def test_furnace_depth_1_is_exactly_the_emission(host_kernel):
+    image = host_render(host_kernel, furnace(le=1.5), 4, width=16, height=16, max_depth=1)
+    np.testing.assert_array_equal(image, 1.5)
+
+
+@pytest.mark.parametrize("max_depth, rr_depth", [(2, 5), (3, 5), (40, 5), (40, 1)])
+def test_furnace_converges_to_the_geometric_series(host_kernel, max_depth, rr_depth):
+    a = 0.5
+    expected = (1 - a**max_depth) / (1 - a)
+    image = host_render(host_kernel, furnace(a), 256, width=24, height=24, max_depth=max_depth, rr_depth=rr_depth,
+                        seed=max_depth + rr_depth)
+    np.testing.assert_array_equal(image[..., 0], image[..., 1])
+    pixels = image[..., 0].astype(np.float64).ravel()
+    stderr = pixels.std(ddof=1) / math.sqrt(pixels.size)
+    assert stderr < 0.0025 * expected  # the 1% test below is at least 4 standard errors wide
+    assert abs(pixels.mean() - expected) < 0.01 * expected, (pixels.mean(), expected, stderr)
+
+
+def test_one_sided_back_is_black_two_sided_reflector_is_invisible(host_kernel):
+    camera = Camera((0.0, 0.0, 0.5), (0.0, 0.0, -1.0), fov=60.0)
+    plate = np.array([[0.2, 0, 0, 0], [0, 0.2, 0, 0], [0, 0, -1, -0.3], [0, 0, 0, 1]], np.float64)  # a mirror
+    p = camera.project([[-0.2, -0.2, -0.3], [0.2, 0.2, -0.3]], 24, 24)
+    xs = np.arange(24)
+    cols = (xs >= p[:, 0].min()) & (xs + 1 <= p[:, 0].max())
+    rows = (xs >= p[:, 1].min()) & (xs + 1 <= p[:, 1].max())
+    inside = rows[:, None] & cols[None]
+    assert inside.sum() > 30
+    for two_sided in (False, True):
+        scene = furnace(0.5, 1.0, (rectangle(plate, Material((1, 1, 1), two_sided=two_sided)),))
+        scene.camera = camera
+        image = host_render(host_kernel, scene, 64, width=24, height=24, max_depth=40, seed=9)
+        if two_sided:
+            assert abs(image[..., 0].mean() - 2.0) < 0.02
+            assert abs(image[inside][:, 0].mean() - 2.0) < 0.04
+        else:
+            np.testing.assert_array_equal(image[inside], 0.0)
+
+
+def test_same_seed_and_any_launch_split_give_the_same_bits(host_kernel):
+    options = RenderOptions(width=16, height=16, spp=8, seed=4)
+    whole = HostTracer(host_kernel, cornell_box(), options).render(8)
+    split = HostTracer(host_kernel, cornell_box(), options).render(8, per_launch=3)
+    np.testing.assert_array_equal(whole, split)
+    other = HostTracer(host_kernel, cornell_box(), RenderOptions(width=16, height=16, spp=8, seed=5)).render(8)
+    lit = whole.sum(axis=2) > 0
+    assert (whole != other)[lit].mean() > 0.95
+
+
+def test_tonemapped_image_matches_the_host_curve(host_kernel):
+    from optixasync.render import tonemap_srgb
+
+    tracer = HostTracer(host_kernel, cornell_box(), RenderOptions(width=16, height=16, spp=4))
+    mean = tracer.render(4)
+    assert (tracer.image[..., 3] == 255).all()
+    assert np.abs(tracer.image[..., :3].astype(int) - tonemap_srgb(mean).astype(int)).max() <= 1
+
+
+def test_max_depth_1_shows_only_the_light(host_kernel):
+    scene = cornell_box()
+    image = host_render(host_kernel, scene, 2, width=64, height=64, max_depth=1)
+    emission = np.asarray(scene.meshes[7].material.emission, np.float32)
+    lit = (image > 0).any(axis=2)
+    assert 5 < lit.sum() < 64 * 64 * 0.02
+    full = np.isclose(image, emission, rtol=1e-6).all(axis=2)
+    assert full.sum() >= 10
+    assert (image[lit] <= emission * 1.000001).all()
+    light_px = scene.camera.project(scene.meshes[7].vertices, 64, 64)
+    ys, xs = np.nonzero(lit)
+    assert xs.min() >= light_px[:, 0].min() - 1 and xs.max() <= light_px[:, 0].max() + 1
+    assert ys.min() >= light_px[:, 1].min() - 1 and ys.max() <= light_px[:, 1].max() + 1
+
+
+def test_max_depth_2_matches_numpy_direct_lighting(host_kernel):
+    ref = load_reference()
+    scene = cornell_box()
+    w = h = 40
+    got = host_render(host_kernel, scene, 256, width=w, height=h, max_depth=2, seed=1).astype(np.float64)
+    again = host_render(host_kernel, scene, 256, width=w, height=h, max_depth=2, seed=2).astype(np.float64)
+    tris = ref.scene_triangles(scene)
+    pixels = np.argwhere(ref.covered_pixels(scene.camera, tris, w, h, scene.find("floor")))[:, ::-1]
+    assert len(pixels) >= 20
+    origins, directions = ref.pixel_rays(scene.camera, w, h, pixels, sub=8)
+    t, _ = ref.cast(tris, origins.reshape(-1, 3), directions.reshape(-1, 3))
+    points = origins.reshape(-1, 3) + t[:, None] * directions.reshape(-1, 3)
+    expected = ref.direct_lighting(scene, points, np.tile([0.0, 1.0, 0.0], (len(points), 1)),
+                                   scene.meshes[0].material.reflectance, n=8, occluders=tris)
+    expected = expected.reshape(len(pixels), -1, 3).mean(axis=1)
+    a = got[pixels[:, 1], pixels[:, 0]]
+    b = again[pixels[:, 1], pixels[:, 0]]
+    mean = ((a + b) / 2).mean(axis=0)
+    stderr = np.sqrt(((a - b) ** 2 / 2).sum(axis=0) / 2) / len(pixels)
+    target = expected.mean(axis=0)
+    assert (stderr < 0.03 * target).all(), (stderr, target)
+    assert (np.abs(mean - target) < 5 * stderr + 0.005 * target).all(), (mean, target, stderr)

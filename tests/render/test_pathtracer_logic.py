@@ -1,0 +1,332 @@
+"""The path tracer's host side on the CPU: layouts against the kernel, options, emitter table, tonemap, parameters.
+
+The kernel itself is compiled with NVRTC (no GPU needed) and checked for its entry points, for the struct
+layouts the host writes, and for things that would slow it down (double precision, local memory).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from optixasync._config import kernels_dir
+from optixasync.program import compile_ptx
+from optixasync.render import (
+    EMITTER_TRIANGLE,
+    MESH_RECORD,
+    PATH_PARAMS,
+    PathTracer,
+    RenderOptions,
+    alias_probabilities,
+    alias_table,
+    build_emitter_table,
+    srgb_to_linear,
+    tonemap_srgb,
+)
+from optixasync.render._layout import MESH_EMISSIVE, MESH_TWO_SIDED, STRUCT_NAMES
+from optixasync.render._pathtracer import COMPILE_OPTIONS, fill_params, launch_plan, mesh_records
+from optixasync.scene import Camera, Material, Mesh, Scene, cornell_box, rectangle, sphere
+
+
+def load_reference():
+    spec = importlib.util.spec_from_file_location("render_reference", Path(__file__).with_name("reference.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SOURCE = (kernels_dir() / "pathtracer.cu").read_text()
+ALIGNMENT = {"PathTracerParams": 8, "MeshRecord": 8, "EmitterTriangle": 16}
+
+
+@pytest.fixture(scope="module")
+def ptx() -> str:
+    return compile_ptx(SOURCE, "pathtracer.cu", COMPILE_OPTIONS)
+
+
+# --- the kernel -----------------------------------------------------------------------------------------------------
+
+
+def test_struct_layouts_match_the_kernel():
+    """Offsets of every field, sizes and alignments of the three structs, as NVRTC lays them out."""
+    probes, checks, expected = [], [], []
+    for struct, dtype in STRUCT_NAMES.items():
+        checks.append(f'static_assert(sizeof({struct}) == {dtype.itemsize}, "size of {struct}");')
+        checks.append(f'static_assert(alignof({struct}) == {ALIGNMENT[struct]}, "alignment of {struct}");')
+        for name in dtype.names:
+            # a null-based member address is an address constant: NVRTC folds it into the initializer
+            probes.append(f"(const char*)&(({struct}*)0)->{name}")
+            expected.append(dtype.fields[name][1])
+    source = SOURCE + "\n" + "\n".join(checks) + "\n" + (
+        'extern "C" __device__ const char* oa_layout_probe[] = {' + ", ".join(probes) + "};\n")
+    text = compile_ptx(source, "pathtracer_layout.cu", COMPILE_OPTIONS)
+    match = re.search(r"oa_layout_probe\[(\d+)\]\s*=\s*\{([^}]*)\}", text)
+    assert match, "the layout probe is missing from the PTX"
+    offsets = [int(v) for v in match.group(2).split(",")]
+    assert int(match.group(1)) == len(expected)
+    assert offsets == expected
+    assert PATH_PARAMS.itemsize == 128 and MESH_RECORD.itemsize == 48 and EMITTER_TRIANGLE.itemsize == 64
+
+
+def test_layout_probe_detects_a_mismatch():
+    """The check above can fail: a wrong size is a compile error."""
+    source = SOURCE + '\nstatic_assert(sizeof(MeshRecord) == 44, "size of MeshRecord");\n'
+    with pytest.raises(Exception, match="size of MeshRecord"):
+        compile_ptx(source, "pathtracer_bad_layout.cu", COMPILE_OPTIONS)
+
+
+def test_kernel_entries(ptx):
+    entries = set(re.findall(r"\.entry\s+(\w+)", ptx))
+    assert entries == {"__raygen__pathtrace", "__closesthit__radiance", "__miss__radiance", "__miss__shadow"}
+    assert ptx.count("_optix_trace_typed_32") == 2  # one radiance ray, one shadow ray per bounce
+    assert "_optix_get_sbt_data_ptr" not in ptx  # everything comes from the launch parameters
+
+
+def test_kernel_has_no_double_math_and_no_local_memory(ptx):
+    assert not re.search(r"\.f64\b", ptx), "double precision in the path tracer"
+    assert ".local" not in ptx and "__local_depot" not in ptx, "local memory (a dynamically indexed array?)"
+
+
+def test_closest_hit_reports_three_payloads_and_nothing_else(ptx):
+    body = ptx.split(".entry __closesthit__radiance")[1].split(".entry")[0]
+    assert body.count("_optix_set_payload") == 3
+    for call in ("_optix_get_ray_tmax", "_optix_read_primitive_idx", "_optix_read_sbt_gas_idx"):
+        assert call in body
+    assert "ld.global" not in body
+
+
+# --- options ----------------------------------------------------------------------------------------------------------
+
+
+def test_render_options_defaults():
+    o = RenderOptions()
+    assert (o.width, o.height, o.spp, o.samples_per_launch, o.max_depth, o.rr_depth, o.seed) == (
+        512, 512, 256, 0, 8, 5, 0)
+    assert RenderOptions(width=np.int64(64)).width == 64 and type(RenderOptions(width=np.int64(64)).width) is int
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"width": 0}, ValueError, "image size"),
+    ({"height": -3}, ValueError, "image size"),
+    ({"width": 2**16, "height": 2**15}, ValueError, "2\\*\\*30"),
+    ({"spp": 0}, ValueError, "spp"),
+    ({"samples_per_launch": -1}, ValueError, "samples_per_launch"),
+    ({"max_depth": 0}, ValueError, "max_depth"),
+    ({"rr_depth": 0}, ValueError, "rr_depth"),
+    ({"seed": -1}, ValueError, "seed"),
+    ({"seed": 2**32}, ValueError, "seed"),
+    ({"width": 64.0}, TypeError, "width"),
+    ({"spp": True}, TypeError, "spp"),
+])
+def test_bad_render_options(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        RenderOptions(**kwargs)
+
+
+class Untouchable:
+    """A stand-in context: any use of it would be GPU work, so any attribute access fails the test."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the context was used ({name}) before the input was checked")
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"width": 0}, ValueError),
+    ({"max_depth": 0}, ValueError),
+    ({"spp": -1}, ValueError),
+    ({"widht": 64}, TypeError),
+    ("fast", TypeError),
+])
+def test_bad_options_fail_before_gpu_work(options, error):
+    with pytest.raises(error):
+        PathTracer(Untouchable(), cornell_box(), options)
+
+
+def test_bad_scenes_fail_before_gpu_work():
+    with pytest.raises(ValueError, match="no meshes"):
+        PathTracer(Untouchable(), Scene([], Camera((0, 0, 1), (0, 0, 0))))
+    with pytest.raises(TypeError, match="Scene"):
+        PathTracer(Untouchable(), [rectangle()])
+    flat = np.zeros((3, 3), np.float32)  # an emitter of zero area
+    lamp = Mesh(flat, np.array([[0, 1, 2]], np.int32), Material(emission=(1, 1, 1)))
+    with pytest.raises(ValueError, match="zero total area"):
+        PathTracer(Untouchable(), Scene([lamp], Camera((0, 0, 1), (0, 0, 0))))
+
+
+# --- emitter table ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("weights", [
+    [1.0], [1.0, 1.0], [3.0, 1.0], [0.0, 2.0, 0.0, 1.0], np.random.default_rng(4).exponential(size=1000),
+    np.r_[np.ones(50), 1e6],
+])
+def test_alias_table_reproduces_the_weights(weights):
+    weights = np.asarray(weights, np.float64)
+    q, alias = alias_table(weights)
+    assert q.dtype == np.float32 and alias.dtype == np.uint32
+    assert ((q >= 0) & (q <= 1)).all() and (alias < len(weights)).all()
+    np.testing.assert_allclose(alias_probabilities(q, alias), weights / weights.sum(), atol=2e-7)
+    assert alias_probabilities(q, alias)[weights == 0].max(initial=0) < 1e-7
+
+
+def test_alias_table_simulated_like_the_kernel():
+    """Entry = high 32 bits of r * n, fraction = low 32 bits / 2**32, as in the kernel: frequencies match."""
+    weights = np.array([5.0, 1.0, 0.0, 2.0, 8.0])
+    q, alias = alias_table(weights)
+    r = np.random.default_rng(7).integers(0, 2**32, size=400_000, dtype=np.uint64)
+    product = r * np.uint64(len(weights))
+    k = (product >> np.uint64(32)).astype(np.int64)
+    fraction = (product & np.uint64(0xFFFFFFFF)).astype(np.float64) / 2**32
+    chosen = np.where(fraction >= q[k], alias[k], k)
+    freq = np.bincount(chosen, minlength=len(weights)) / len(r)
+    expected = weights / weights.sum()
+    tolerance = 5 * np.sqrt(expected * (1 - expected) / len(r)) + 1e-9  # 5 binomial standard errors
+    assert (np.abs(freq - expected) <= tolerance).all(), (freq, expected)
+    assert freq[2] == 0.0
+
+
+def test_alias_table_rejects_bad_weights():
+    for bad in ([], [0.0, 0.0], [1.0, -1.0], [1.0, np.nan]):
+        with pytest.raises(ValueError):
+            alias_table(bad)
+
+
+def test_cornell_emitter_table():
+    scene = cornell_box()
+    table = build_emitter_table(scene.meshes)
+    light = scene.meshes[7]
+    assert len(table) == 2
+    np.testing.assert_array_equal(table.offsets, np.zeros(8, np.uint32))
+    assert table.total_area == pytest.approx(0.46 * 0.38)
+    e = table.entries
+    np.testing.assert_allclose(e["pdf"], 1 / (0.46 * 0.38), rtol=1e-6)
+    np.testing.assert_allclose(e["area"], 0.46 * 0.38 / 2, rtol=1e-6)
+    np.testing.assert_allclose(e["radiance"], [light.material.emission] * 2, rtol=1e-7)
+    v0, v1, v2 = light.corners()
+    np.testing.assert_allclose(e["p0"], v0, atol=1e-7)
+    np.testing.assert_allclose(e["p0"] + e["e1"], v1, atol=1e-7)
+    np.testing.assert_allclose(e["p0"] + e["e2"], v2, atol=1e-7)
+    n = np.cross(e["e1"], e["e2"])
+    assert (n[:, 1] < 0).all()  # the winding of the table keeps the light's front side: down
+    np.testing.assert_allclose(alias_probabilities(e["alias_q"], e["alias"]), [0.5, 0.5], atol=1e-7)
+
+
+def test_emitter_table_of_several_meshes():
+    lamp = rectangle(np.diag([0.5, 0.5, 1.0, 1.0]), Material(emission=(2, 2, 2)), "lamp")  # area 1
+    ball = sphere((0, 3, 0), 0.5, Material(emission=(0, 1, 0)), subdivisions=1, name="ball")
+    scene = Scene([rectangle(name="floor"), lamp, rectangle(name="wall"), ball], Camera((0, 0, 5), (0, 0, 0)))
+    table = build_emitter_table(scene.meshes)
+    assert len(table) == 2 + 80
+    np.testing.assert_array_equal(table.offsets, [0, 0, 0, 2])
+    total = 1.0 + ball.areas().sum()
+    assert table.total_area == pytest.approx(total)
+    np.testing.assert_allclose(table.entries["pdf"], 1 / total, rtol=1e-6)  # area-proportional selection
+    p = alias_probabilities(table.entries["alias_q"], table.entries["alias"])
+    np.testing.assert_allclose(p, np.r_[lamp.areas(), ball.areas()] / total, atol=1e-7)
+    np.testing.assert_allclose(table.entries["radiance"][:2], [[2, 2, 2]] * 2)
+    np.testing.assert_allclose(table.entries["radiance"][2:], [[0, 1, 0]] * 80)
+
+
+# --- tonemap ----------------------------------------------------------------------------------------------------------
+
+
+def test_tonemap_known_values():
+    linear = np.array([[0.0, 1.0, 0.5], [0.0031308, 0.2, 2.0], [np.nan, np.inf, -1.0]], np.float32)[None]
+    out = tonemap_srgb(linear)
+    assert out.dtype == np.uint8 and out.shape == (1, 3, 3)
+    # 0.5 -> 1.055 * 0.5 ** (1 / 2.4) - 0.055 = 0.7354 -> 188; 0.2 -> 0.4845 -> 124; 0.0031308 -> 0.04045 -> 10
+    np.testing.assert_array_equal(out[0], [[0, 255, 188], [10, 124, 255], [0, 255, 0]])
+
+
+def test_tonemap_inverts_srgb_to_linear():
+    codes = np.arange(256, dtype=np.uint8)
+    np.testing.assert_array_equal(tonemap_srgb(np.repeat(srgb_to_linear(codes)[:, None], 3, axis=1)),
+                                  np.repeat(codes[:, None], 3, axis=1))
+    with pytest.raises(ValueError, match="last axis"):
+        tonemap_srgb(np.zeros((4, 4, 4)))
+    assert PathTracer.tonemap(np.full((2, 2, 3), 0.5, np.float32)).shape == (2, 2, 3)
+
+
+# --- launch parameters and records ----------------------------------------------------------------------------------
+
+
+def test_fill_params():
+    options = RenderOptions(width=200, height=100, max_depth=6, rr_depth=3, seed=42)
+    camera = Camera((0, 0, 3.9), (0, 0, 0))
+    params = np.zeros((), PATH_PARAMS)
+    fill_params(params, options=options, camera=camera, accum=0x1000, image=0x2000, meshes=0x3000, emitters=0x4000,
+                num_emitters=2, handle=0xABCDEF, sample_offset=12, spp=4)
+    assert (int(params["accum"]), int(params["image"]), int(params["meshes"]), int(params["emitters"])) == (
+        0x1000, 0x2000, 0x3000, 0x4000)
+    assert int(params["handle"]) == 0xABCDEF
+    t = math.tan(math.radians(39.3077) / 2)
+    np.testing.assert_allclose(params["eye"], [0, 0, 3.9], rtol=1e-7)
+    np.testing.assert_allclose(params["cam_u"], [2 * t, 0, 0], rtol=1e-6, atol=1e-7)  # twice as wide as high
+    np.testing.assert_allclose(params["cam_v"], [0, t, 0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(params["cam_w"], [0, 0, -1])
+    assert (int(params["width"]), int(params["height"]), int(params["sample_offset"]), int(params["spp"])) == (
+        200, 100, 12, 4)
+    assert (int(params["accumulate"]), int(params["seed"]), int(params["max_depth"]), int(params["rr_depth"])) == (
+        1, 42, 6, 3)
+    assert int(params["num_emitters"]) == 2
+    assert float(params["inv_total"]) == np.float32(1 / 16)
+    fill_params(params, options=options, camera=camera, accum=1, image=0, meshes=1, emitters=0, num_emitters=0,
+                handle=1, sample_offset=0, spp=8)
+    assert int(params["accumulate"]) == 0 and int(params["image"]) == 0
+
+
+def test_launch_plan():
+    assert launch_plan(10, 4) == [(0, 4), (4, 4), (8, 2)]
+    assert launch_plan(16, 16) == [(0, 16)]
+    assert launch_plan(3, 1) == [(0, 1), (1, 1), (2, 1)]
+
+
+def test_mesh_records():
+    scene = cornell_box()
+    scene.meshes[0] = rectangle(np.eye(4), Material((0.1, 0.2, 0.3), two_sided=True), "floor")
+    table = build_emitter_table(scene.meshes)
+    records = mesh_records(scene, [1000 + k for k in range(8)], [2000 + k for k in range(8)], table.offsets)
+    assert records.dtype == MESH_RECORD
+    assert records["vertices"].tolist() == [1000 + k for k in range(8)]
+    assert records["indices"].tolist() == [2000 + k for k in range(8)]
+    assert records["flags"].tolist() == [MESH_TWO_SIDED] + [0] * 6 + [MESH_EMISSIVE]
+    np.testing.assert_allclose(records["reflectance"][0], [0.1, 0.2, 0.3], rtol=1e-7)
+    np.testing.assert_allclose(records["emission"][7], scene.meshes[7].material.emission, rtol=1e-7)
+    assert records["emitter_offset"].tolist() == [0] * 8
+
+
+# --- the numpy reference used by the GPU tests ---------------------------------------------------------------------
+
+
+def test_reference_direct_lighting_matches_the_closed_form():
+    """Under the centre of a parallel rectangular light: four corner form factors, by the closed form."""
+    ref = load_reference()
+    a, b, h, le = 0.46, 0.38, 1.99, 3.0
+    light = rectangle(np.array([[a / 2, 0, 0, 0], [0, 0, -b / 2, h], [0, b / 2, 0, 0], [0, 0, 0, 1]]),
+                      Material(emission=(le, le, le)), "light")
+    scene = Scene([light], Camera((0, 0, 5), (0, 0, 0)))
+    rho = np.array([0.5, 0.25, 1.0])
+    got = ref.direct_lighting(scene, [[0, 0, 0]], [[0, 1, 0]], rho, n=24)[0]
+    irradiance = 4 * ref.irradiance_parallel_rectangle(a / 2, b / 2, h, le)
+    np.testing.assert_allclose(got, rho / np.pi * irradiance, rtol=2e-4)
+    # seen from above the light's back, nothing arrives (one-sided emission)
+    assert (ref.direct_lighting(scene, [[0, 2 * h, 0]], [[0, -1, 0]], rho, n=4) == 0).all()
+
+
+def test_reference_visibility_and_casting():
+    ref = load_reference()
+    scene = cornell_box()
+    tris = ref.scene_triangles(scene)
+    # straight down from the camera's height onto the floor: hits the floor (mesh 0) at t = 1
+    t, k = ref.cast(tris, [[0.0, 0.0, 0.9]], [[0.0, -1.0, 0.0]])
+    assert t[0] == pytest.approx(1.0) and tris["mesh"][k[0]] == 0
+    # a floor point under the tall box sees no light; one in the open does
+    blocked = ref.segment_blocked(tris, [[-0.33, -0.999, -0.28], [-0.6, -0.999, 0.8]], [[0, 0.99, 0.01]] * 2)
+    assert blocked.tolist() == [True, False]
+    lit = ref.direct_lighting(scene, [[-0.33, -1.0, -0.28], [-0.6, -1.0, 0.8]], [[0, 1, 0]] * 2, (1, 1, 1), n=4)
+    assert (lit[0] == 0).all() and (lit[1] > 0).all()
