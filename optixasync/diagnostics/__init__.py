@@ -21,7 +21,11 @@ Importing this package imports neither CUPTI, CuPy nor nvtx. When no watch
 is active, nothing is subscribed or wrapped.
 
 Blocking calls: :func:`blocks` synchronizes the probed stream (by design);
-ending a watch flushes CUPTI's activity buffers (host work only).
+starting a watch (CUPTI subscription and activity records) may wait for the
+GPU: a 20 ms busy kernel queued just before a watch had all but finished
+(1.8 ms left) by the first call inside it, measured on an H200, so queue the
+work a test wants to see stall inside the watch; ending a watch flushes
+CUPTI's activity buffers (host work only).
 """
 
 from __future__ import annotations

@@ -384,7 +384,7 @@ class PathTracer:
             raise TypeError(f"readback must be a name (str) or None, got {type(readback).__name__}")
         if camera is not None:
             self.camera = camera  # restarts the accumulation if it differs
-        if getattr(frame, "_params_uploaded", False):
+        if frame.launched:
             raise RuntimeError("this frame has already launched with its parameters: call record() once per frame")
         if self._samples + spp > _MAX_SAMPLES:
             raise ValueError(f"{self._samples} + {spp} samples exceed the kernel's 32-bit sample index; reset() first")

@@ -212,6 +212,11 @@ class Frame:
 
     # -- GPU work ----------------------------------------------------------------
     @property
+    def launched(self) -> bool:
+        """Whether the frame has launched (its parameters are already on their way to the device)."""
+        return self._params_uploaded
+
+    @property
     def stream(self) -> Any:
         # Whoever takes the stream is about to enqueue the frame's work on it (kernels,
         # refits): the frame's GPU time starts here, before that work.

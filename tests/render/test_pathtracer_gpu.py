@@ -263,15 +263,19 @@ def test_progressive_frames_equal_the_offline_render(ctx):
                 tracer.record(f, 2, readback="view", camera=Camera((0.2, 0.0, 3.9), (0.0, 0.0, 0.0)))
             with pytest.raises(ValueError, match="spp"), sched.frame() as f:
                 tracer.record(f, 0)
+            with pytest.raises(RuntimeError, match="once per frame"), sched.frame() as f:
+                tracer.record(f, 1, readback=None)
+                assert f.launched
+                tracer.record(f, 1, readback=None)  # a second launch would overwrite the frame's parameters
             extra = sched.drain()
-            assert tracer.samples_done == 2
+            assert tracer.samples_done == 3
         finally:
             sched.close()
     assert [r.index for r in results] == [0, 1, 2, 3]  # in order
     for r in results:
         assert r["image"].shape == (32, 32, 4) and r["image"].dtype == np.uint8
         assert (r["image"][..., 3] == 255).all()
-    assert [sorted(r.readbacks) for r in extra] == [[], ["view"]]
+    assert [sorted(r.readbacks) for r in extra] == [[], ["view"]]  # the aborted frame delivers nothing
     np.testing.assert_array_equal(accum[..., :3] / np.float32(16), offline)  # bit for bit
     assert (accum[..., 3] == 0).all()  # no sample was dropped as NaN/Inf
     tonemapped = PathTracer.tonemap(offline).astype(int)
