@@ -213,17 +213,20 @@ def mitsuba(args: argparse.Namespace, ours: dict[str, Any], variant: str = "cuda
         mi.set_variant(variant)
     except Exception as exc:  # the variant needs CUDA and a matching driver
         return {"available": False, "reason": f"mitsuba variant {variant} unavailable: {exc}"}
-    scene = mi.load_dict(mitsuba_cornell_dict(mi, args.size, args.size, args.spp))
-    times = []
-    image = None
-    for run in range(2 + args.runs):  # the first run compiles Mitsuba's kernel; later runs reuse it
-        dr.sync_thread()
-        start = time.perf_counter()
-        image = mi.render(scene, spp=args.spp, seed=0)
-        dr.eval(image)
-        dr.sync_thread()
-        if run >= 2:
-            times.append((time.perf_counter() - start) * 1e3)
+    try:
+        scene = mi.load_dict(mitsuba_cornell_dict(mi, args.size, args.size, args.spp))
+        times = []
+        image = None
+        for run in range(2 + args.runs):  # the first run compiles Mitsuba's kernel; later runs reuse it
+            dr.sync_thread()
+            start = time.perf_counter()
+            image = mi.render(scene, spp=args.spp, seed=0)
+            dr.eval(image)
+            dr.sync_thread()
+            if run >= 2:
+                times.append((time.perf_counter() - start) * 1e3)
+    except Exception as exc:  # an incomplete installation (a missing plugin) must not cost the other tables
+        return {"available": False, "reason": f"mitsuba failed: {type(exc).__name__}: {exc}"}
     wall = spread(times)
     samples = args.size * args.size * args.spp
     theirs = samples / (wall["median"] * 1e3)
