@@ -65,11 +65,12 @@ class _StreamOrderedAllocation:
                 entry[1] += 1
 
     def __del__(self) -> None:
-        if _exiting:
+        ptr = getattr(self, "ptr", None)  # unset when cudaMallocAsync itself raised (out of memory)
+        if _exiting or ptr is None:
             return
         handle = self._stream_handle
         try:
-            self._runtime.freeAsync(self.ptr, handle)
+            self._runtime.freeAsync(ptr, handle)
         except Exception:  # a context already destroyed: nothing left to free into
             pass
         with _streams_lock:

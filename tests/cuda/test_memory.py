@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
+
 from optixasync.cuda import _memory
 
 
@@ -68,3 +70,21 @@ def test_stream_outlives_an_allocation_in_the_same_garbage_cycle():
     assert 0x99 not in _memory._streams_in_use
     # freed on its stream, and only then was the stream destroyed
     assert runtime.calls[1:] == [("free", ptr, 0x99), ("destroy stream", 0, 0x99)]
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # an error in the finalizer fails
+def test_a_failed_allocation_frees_nothing_and_holds_no_stream():
+    class OutOfMemory(FakeRuntime):
+        def mallocAsync(self, nbytes: int, stream: int) -> int:  # noqa: N802
+            raise MemoryError("out of memory")
+
+    runtime = OutOfMemory()
+    try:
+        _memory._StreamOrderedAllocation(runtime, 1 << 40, FakeStream(0x55, runtime.calls))
+    except MemoryError:
+        pass
+    else:
+        raise AssertionError("the allocation should have failed")
+    gc.collect()
+    assert 0x55 not in _memory._streams_in_use
+    assert [c for c in runtime.calls if c[0] == "free"] == []
