@@ -194,6 +194,9 @@ class Frame:
     stream : cupy.cuda.Stream
         The scheduler's stream: enqueue the frame's own work (builds,
         kernels) there so it is ordered with the launches and fenced.
+        Taking it starts the frame's GPU timer (``stats.gpu_ms``).
+    launched : bool
+        Whether the frame has launched (its parameters are on their way).
     """
 
     def __init__(self, scheduler: FrameScheduler, index: int, slot: _Slot, stats: FrameStats) -> None:
