@@ -37,16 +37,28 @@ class AccelOptions:
         Emit the compacted size at build time so the structure can be compacted later.
     random_vertex_access : bool
         Let programs read triangle vertices back from the GAS.
+    rebuild_every : int
+        Refit policy of :meth:`GeometryAccel.refit`: after this many refits,
+        the next one is a full rebuild (0: never). A refit keeps the
+        hierarchy the build chose, which traces slower as the triangles move
+        far from where they were; a rebuild restores it, at the price of new
+        buffers, a new ``handle`` (rebuild or refit the IAS over it) and a
+        structure that is no longer compacted.
     """
 
     prefer: str = "fast_trace"
     allow_update: bool = False
     allow_compaction: bool = False
     random_vertex_access: bool = False
+    rebuild_every: int = 0
 
     def __post_init__(self) -> None:
         if self.prefer not in ("fast_trace", "fast_build", "default"):
             raise ValueError(f"prefer must be 'fast_trace', 'fast_build' or 'default', got {self.prefer!r}")
+        if isinstance(self.rebuild_every, bool) or not isinstance(self.rebuild_every, int) or self.rebuild_every < 0:
+            raise ValueError(f"rebuild_every must be an int >= 0 (0: never), got {self.rebuild_every!r}")
+        if self.rebuild_every and not self.allow_update:
+            raise ValueError("rebuild_every is a refit policy: it needs allow_update=True")
 
     @property
     def build_flags(self) -> int:
@@ -122,6 +134,8 @@ class AccelStructure:
         self._build_timer: _GpuTimer | None = None
         self._refit_timer: _GpuTimer | None = None
         self.refits = 0
+        self.rebuilds = 0
+        self._refits_since_build = 0
 
     def _stream_for(self, stream: Any) -> Any:
         """The stream to use, made to wait (on the GPU) for the last operation if it is another one."""
@@ -155,7 +169,13 @@ class AccelStructure:
     def _build(self, operation: t.BuildOperation, stream: Any) -> None:
         ctx = self.ctx
         building = operation == t.BuildOperation.BUILD
+        if building and self.buffer is not None:
+            # A rebuild replaces the buffers: the old ones live until the work queued on this stream so
+            # far (traces of the old structure, the compacted-size copy) has passed.
+            ctx.deferred.after(stream, self.buffer, getattr(self, "_temp_update", None),
+                               getattr(self, "_size_device", None), self._size_staging)
         if building:
+            self._refits_since_build = 0
             sizes = self._sizes(operation)
             self.buffer_sizes = (int(sizes.outputSizeInBytes), int(sizes.tempSizeInBytes), int(sizes.tempUpdateSizeInBytes))
             temp_size = aligned(sizes.tempSizeInBytes)

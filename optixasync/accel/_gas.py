@@ -98,6 +98,10 @@ class GeometryAccel(AccelStructure):
     def refit(self, vertices: Any | Sequence[Any], stream: Any = None) -> None:
         """Move the vertices and update the structure in place (``OPTIX_BUILD_OPERATION_UPDATE``).
 
+        With ``options.rebuild_every = K``, the call after K refits is a full
+        rebuild instead (new buffers and ``handle``; see :class:`AccelOptions`),
+        and the count starts again.
+
         Parameters
         ----------
         vertices : array (N, 3) float32, or one per input
@@ -126,7 +130,13 @@ class GeometryAccel(AccelStructure):
             device = self._device_array(array, stream)
             self._device[k]["vertices"] = device
             self._vertex_pointers[k][0] = device_pointer(device)
-        self._build(t.BuildOperation.UPDATE, stream)
+        every = self.options.rebuild_every
+        if every and self._refits_since_build >= every:
+            self._build(t.BuildOperation.BUILD, stream)  # the policy's full rebuild: new buffers and handle
+            self.rebuilds += 1
+        else:
+            self._build(t.BuildOperation.UPDATE, stream)
+            self._refits_since_build += 1
         self.refits += 1
 
     def __repr__(self) -> str:

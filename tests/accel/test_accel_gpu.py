@@ -318,6 +318,44 @@ def test_refit_into_the_original_positions_gives_the_original_hits(ctx, caster):
     assert_hits_match(caster.cast(gas, origins, directions), ref, extent(origins, vertices))
 
 
+def test_rebuild_every_k_refits(ctx, caster):
+    """The refit policy: after K refits the next one rebuilds (new handle, no longer compacted), hits stay exact."""
+    rng = np.random.default_rng(35)
+    vertices, indices = random_mesh(rng, 1000)
+    gas = GeometryAccel(ctx, TriangleInput(vertices, indices),
+                        AccelOptions(allow_update=True, allow_compaction=True, rebuild_every=2))
+    assert gas.compact(wait=True)
+    handles, kinds = [gas.handle], []
+    for step in range(6):
+        current = (vertices + np.float32(0.05 * (step + 1)) + rng.normal(0, 0.01, vertices.shape)).astype(np.float32)
+        gas.refit(current)
+        kinds.append("rebuild" if gas.handle != handles[-1] else "refit")
+        handles.append(gas.handle)
+        origins, directions = random_rays(rng, triangles_of(current, indices), 2048)
+        gpu = caster.cast(gas, origins, directions)
+        assert_hits_match(gpu, cast_reference(current, indices, origins, directions), extent(origins, current))
+        if kinds[-1] == "rebuild":
+            assert not gas.compacted
+            assert gas.compact(wait=True)  # a rebuilt structure compacts again (another handle)
+            handles[-1] = gas.handle
+    assert kinds == ["refit", "refit", "rebuild", "refit", "refit", "rebuild"]
+    assert (gas.refits, gas.rebuilds) == (6, 2)
+
+
+def test_ias_rebuild_over_a_rebuilt_gas(ctx, caster):
+    """Rebuilding replaces buffers while earlier traces may still run: the old ones are held, not freed."""
+    rng = np.random.default_rng(42)
+    vertices, indices, placements, origins, directions, scale = ias_scene(rng)
+    gas = GeometryAccel(ctx, TriangleInput(vertices, indices), AccelOptions(allow_update=True, rebuild_every=1))
+    ias = InstanceAccel(ctx, [Instance(gas, transform=tr, instance_id=iid) for tr, iid in placements])
+    gas.refit(vertices.copy())  # an update
+    gas.refit(vertices.copy())  # the policy's rebuild: a new handle, which the IAS must pick up
+    ias.rebuild()
+    gpu = caster.cast(ias, origins, directions)
+    ref = cast_reference(vertices, indices, origins, directions, transforms=placements)
+    assert_hits_match(gpu, ref, scale, check_inst=True)
+
+
 # --- instances ------------------------------------------------------------------------------------------------------
 
 
