@@ -21,11 +21,23 @@ Queries that return host data, waiting for their own GPU work only:
 * ``RayCaster.cast`` and the hello-triangle ``render_triangle`` (they return numpy arrays).
 * ``AccelStructure.compact(wait=True)`` waits for the emitted compacted size (offline use;
   ``compact()`` without ``wait`` never waits).
+* ``PathTracer.render`` waits for its image (and, on its first call, for the compacted
+  size); ``PathTracer.close`` waits for the launches it enqueued.
+
+Diagnostics (only while asked for):
+
+* ``optixasync.diagnostics.blocks`` synchronizes the stream it probes.
+* Starting a ``syncwatch`` may wait for queued GPU work (CUPTI's subscription).
 
 Set-up time (never on the frame path):
 
 * ``Context()`` creates the CUDA primary context and the OptiX device
-  context (driver initialisation, a device synchronize).
+  context (driver initialisation, a device synchronize), and (``warm_up=True``)
+  builds, compacts and refits a one-triangle GAS and IAS and waits for them,
+  so that OptiX loads the code of those operations here: loaded on first use
+  inside a frame, it waited for all queued GPU work (50.9 ms measured).
+* ``PathTracer()`` reads back emissive meshes given as device arrays, once, to
+  build its emitter table.
 * ``Context.create_module`` compiles with NVRTC and OptiX on the CPU
   (seconds on a cold cache, milliseconds on a warm one).
 * ``Context.create_pipeline`` and program group creation compile on the CPU.
