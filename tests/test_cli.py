@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import subprocess
 import sys
@@ -13,14 +12,6 @@ import pytest
 from optixasync import cli
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def _driver_present() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    return True
 
 
 def run_doctor(timeout: float) -> subprocess.CompletedProcess:
@@ -36,7 +27,7 @@ def run_doctor(timeout: float) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.skipif(_driver_present(), reason="the NVIDIA driver is installed here (libcuda.so.1 loads)")
+@pytest.mark.skipif(cli._driver_line()[0], reason="the NVIDIA driver is installed here (libcuda.so.1 loads)")
 def test_doctor_without_a_driver():
     result = run_doctor(timeout=120)
     assert "Traceback" not in result.stdout + result.stderr, result.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from optixasync.cli import _driver_line
 from optixasync.diagnostics import _collector
 from optixasync.diagnostics._records import MEMORY_KINDS
 from optixasync.diagnostics._syncwatch import driver_callback_names
@@ -49,17 +50,7 @@ def test_watched_driver_calls_from_cuptis_table():
         assert never not in names, never
 
 
-def _driver_present() -> bool:
-    import ctypes
-
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(_driver_present(), reason="the NVIDIA driver is installed here (libcuda.so.1 loads)")
+@pytest.mark.skipif(_driver_line()[0], reason="the NVIDIA driver is installed here (libcuda.so.1 loads)")
 def test_without_a_driver_the_watch_says_so():
     from optixasync.diagnostics import _syncwatch, syncwatch
 
