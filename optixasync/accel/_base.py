@@ -131,6 +131,8 @@ class AccelStructure:
         self._count = 0
         self._size_event: Any = None
         self._size_staging: Any = None
+        self._size_device: Any = None  # where the build emits the compacted size (allow_compaction)
+        self._temp_update: Any = None  # the refits' temp buffer, sized by the build (allow_update)
         self._build_timer: _GpuTimer | None = None
         self._refit_timer: _GpuTimer | None = None
         self.refits = 0
@@ -172,8 +174,7 @@ class AccelStructure:
         if building and self.buffer is not None:
             # A rebuild replaces the buffers: the old ones live until the work queued on this stream so
             # far (traces of the old structure, the compacted-size copy) has passed.
-            ctx.deferred.after(stream, self.buffer, getattr(self, "_temp_update", None),
-                               getattr(self, "_size_device", None), self._size_staging)
+            ctx.deferred.after(stream, self.buffer, self._temp_update, self._size_device, self._size_staging)
         if building:
             self._refits_since_build = 0
             sizes = self._sizes(operation)
