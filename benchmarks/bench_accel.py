@@ -32,10 +32,10 @@ import time
 import numpy as np
 
 import optixasync
-from optixasync._animate import RippleAnimator, grid_mesh, spin_gpu
-from optixasync._hello import HELLO_PARAMS, HelloRenderer
 from optixasync.accel import AccelOptions, GeometryAccel, TriangleInput
+from optixasync.cuda import spin_gpu
 from optixasync.scheduler import FrameScheduler
+from optixasync.testing import HELLO_PARAMS, HelloRenderer, RippleAnimator, grid_mesh
 
 
 def timed(fn):
@@ -128,8 +128,8 @@ def part2(ctx, args, vertices, indices):
     refit_host = []
     for k in range(args.frames):
         with sched.frame() as f:
-            animator(animated, k / 60.0, f.stream)
-            _, ms = timed(lambda: gas.refit(animated, stream=f.stream))
+            animator(animated, k / 60.0, f)  # the frame as the stream: its GPU time starts here
+            _, ms = timed(lambda: gas.refit(animated, stream=f))
             refit_host.append(ms)
             renderer.record(f, gas.handle, 256, 256, view=(-0.9, -0.9, 0.9, 0.9), eye_z=-1.0)
         sched.poll()

@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 import optixasync
-from optixasync._busy import BUSY_PARAMS, BusyWorkload, expected_busy_output
 from optixasync.scheduler import FrameScheduler
+from optixasync.testing import BUSY_PARAMS, BusyWorkload, expected_busy_output
 
 N_OUT = 256
 

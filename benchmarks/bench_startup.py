@@ -21,7 +21,7 @@ CHILD = r"""
 import json, time
 t0 = time.perf_counter()
 import optixasync
-from optixasync._hello import render_triangle
+from optixasync.testing import render_triangle
 t1 = time.perf_counter()
 ctx = optixasync.Context()
 t2 = time.perf_counter()

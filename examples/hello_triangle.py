@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 import optixasync
-from optixasync._hello import render_triangle
+from optixasync.testing import render_triangle
 
 
 def main() -> None:

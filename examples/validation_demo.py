@@ -33,12 +33,11 @@ import time
 import numpy as np
 
 import optixasync
-from optixasync._animate import RippleAnimator, grid_mesh, spin_gpu
-from optixasync._hello import HELLO_PARAMS, HelloRenderer
 from optixasync.accel import AccelOptions, GeometryAccel, TriangleInput
-from optixasync.cuda import create_stream
+from optixasync.cuda import create_stream, spin_gpu
 from optixasync.diagnostics import MissingExtraError, blocks, enable_nvtx, export_chrome_trace, syncwatch
 from optixasync.scheduler import FrameScheduler
+from optixasync.testing import HELLO_PARAMS, HelloRenderer, RippleAnimator, grid_mesh
 
 SIZE = 256
 
@@ -87,11 +86,11 @@ def render_loop(validation: bool, args: argparse.Namespace, watch_enabled: bool)
         def frame(k: int) -> None:
             host_work(args.host_ms)
             with sched.frame() as f:
-                animator(animated, k / 60.0, f.stream)
+                animator(animated, k / 60.0, f)
                 start = time.perf_counter()
-                gas.refit(animated, stream=f.stream)  # optixAccelBuild (update)
+                gas.refit(animated, stream=f)  # optixAccelBuild (update)
                 refit_ms.append((time.perf_counter() - start) * 1e3)
-                spin_gpu(int(args.gpu_ms * 1e6), f.stream)  # the rest of the frame's GPU work
+                spin_gpu(int(args.gpu_ms * 1e6), f)  # the rest of the frame's GPU work
                 renderer.record(f, gas.handle, SIZE, SIZE, view=(-0.9, -0.9, 0.9, 0.9))  # optixLaunch + readback
             last[:] = sched.poll()[-1:] or last
 

@@ -2,7 +2,15 @@
 
 Needs only the NVIDIA driver (R535+): the OptiX host API comes from the
 driver's ``libnvoptix``, kernels are compiled at run time by NVRTC, and
-device memory, streams and events come from CuPy.
+device memory, streams and events come from CuPy (the ``cuda13`` or
+``cuda12`` extra, by the driver's CUDA version).
+
+Layers, each importing only those before it: the OptiX binding
+(``_optix``), ``cuda`` (device context, streams, events, memory),
+``program`` (NVRTC, modules, pipelines, SBT), ``accel`` (GAS, IAS),
+:class:`Context` (factories), ``scheduler`` (frames in flight), ``scene``,
+``render`` (the path tracer); ``diagnostics`` beside them. See
+``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -10,8 +18,19 @@ from __future__ import annotations
 from ._context import Context
 from ._optix._types import BuildFlags, ExceptionFlags, PrimitiveTypeFlags, RayFlags, TraversableGraphFlags
 from ._structs import struct_dtype
+from ._version import __version__
 from .accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, RayCaster, TriangleInput
-from .errors import CudaError, DriverNotFoundError, NvrtcError, OptixAsyncError, OptixError
+from .cuda import DeviceContext
+from .errors import (
+    CudaError,
+    DriverNotFoundError,
+    FrameAbortedError,
+    MissingExtraError,
+    NvrtcError,
+    OptixAsyncError,
+    OptixError,
+    ResultsOverflowError,
+)
 from .program import (
     CompileOptions,
     Module,
@@ -23,9 +42,7 @@ from .program import (
     clear_cache,
     record_dtype,
 )
-from .scheduler import FrameHandle, FrameResult, FrameScheduler, SchedulerOptions
-
-__version__ = "0.1.0"
+from .scheduler import Frame, FrameHandle, FrameResult, FrameScheduler, SchedulerOptions
 
 __all__ = [
     "AccelOptions",
@@ -33,15 +50,18 @@ __all__ = [
     "CompileOptions",
     "Context",
     "CudaError",
+    "DeviceContext",
     "DriverNotFoundError",
     "ExceptionFlags",
+    "Frame",
+    "FrameAbortedError",
     "FrameHandle",
     "FrameResult",
     "FrameScheduler",
     "GeometryAccel",
     "Instance",
     "InstanceAccel",
-    "RayCaster",
+    "MissingExtraError",
     "Module",
     "ModuleOptions",
     "NvrtcError",
@@ -51,7 +71,9 @@ __all__ = [
     "PipelineOptions",
     "PrimitiveTypeFlags",
     "ProgramGroup",
+    "RayCaster",
     "RayFlags",
+    "ResultsOverflowError",
     "SchedulerOptions",
     "ShaderBindingTable",
     "TraversableGraphFlags",

@@ -1,5 +1,9 @@
 """Package-wide settings read from the environment, and where files live.
 
+Blocking calls
+--------------
+None: environment and path lookups only.
+
 Environment variables
 ---------------------
 OPTIXASYNC_CACHE_DIR
@@ -16,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "cache_enabled", "kernels_dir", "CACHE_DIR_ENV"]
+__all__ = ["cache_dir", "cache_enabled", "kernels_dir", "optix_cache_dir", "ptx_cache_dir", "CACHE_DIR_ENV"]
 
 CACHE_DIR_ENV = "OPTIXASYNC_CACHE_DIR"
 
@@ -28,6 +32,16 @@ def cache_dir() -> Path:
         return Path(override).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "optixasync"
+
+
+def ptx_cache_dir() -> Path:
+    """Directory of optixasync's PTX cache entries."""
+    return cache_dir() / "ptx"
+
+
+def optix_cache_dir() -> Path:
+    """Directory handed to OptiX for its own module cache."""
+    return cache_dir() / "optix"
 
 
 def cache_enabled() -> bool:

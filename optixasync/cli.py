@@ -1,9 +1,18 @@
-"""The ``optixasync`` command: ``doctor``, ``render`` and ``syncwatch``.
+"""The ``optixasync`` command: ``doctor``, ``render``, ``syncwatch``, ``view``, and ``--version``.
 
 A thin layer over the public API. Each subcommand other than ``doctor`` lives
 beside the code it drives, in a ``_cli`` module with ``add_parser(subparsers)``
 and ``run(args) -> int``; those modules import nothing heavy at import time,
 so ``optixasync --help`` works without CuPy or a GPU.
+
+Exit status, the same for every subcommand and for the examples and
+benchmarks: 0 done, 1 the machine cannot run it (no driver, no GPU, a
+missing extra, a GPU failure), 2 bad input.
+
+Blocking calls
+--------------
+``doctor`` initialises the driver, compiles and launches a test pipeline and
+waits for it: that is what it is for.
 """
 
 from __future__ import annotations
@@ -12,59 +21,56 @@ import argparse
 import importlib
 import sys
 import time
+from collections.abc import Callable
 
-__all__ = ["main", "doctor"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_UNAVAILABLE", "SUBCOMMAND_MODULES", "doctor", "main"]
+
+#: Exit status when the machine cannot run the command (driver, GPU, extra, GPU failure).
+EXIT_UNAVAILABLE = 1
+#: Exit status for bad input (arguments, files).
+EXIT_BAD_INPUT = 2
+
+#: Subcommand name -> module with ``add_parser(subparsers)`` and ``run(args)``.
+SUBCOMMAND_MODULES = {
+    "render": "optixasync.render._cli",
+    "syncwatch": "optixasync.diagnostics._cli",
+    "view": "optixasync.viewer._cli",
+}
 
 
-def _driver_line() -> tuple[bool, str]:
-    """(ok, text) about the CUDA driver, without raising."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll")
-    except OSError:
-        return False, "no NVIDIA driver found: libcuda.so.1 cannot be loaded (install the NVIDIA display driver, R535 or newer)"
-    return True, ""
+def _format_bytes(n: int) -> str:
+    return f"{n / 2**30:.0f} GiB"
 
 
-def doctor(out=print) -> int:
-    """Print what optixasync finds on this machine; return the exit status (0 ok, 1 not usable)."""
+def doctor(out: Callable[[str], None] = print) -> int:
+    """Print what optixasync finds on this machine; return the exit status (0 usable, 1 not)."""
+    from . import _driver
     from ._config import cache_dir
     from ._optix._loader import ABI_OPTIX_VERSIONS, ABI_TABLE_SIZES, load_library, probe_abi
-    from .program import driver_cuda_version, nvrtc_version
+    from ._version import __version__
+    from .errors import OptixAsyncError
+    from .program import nvrtc_version
 
-    ok, problem = _driver_line()
-    if not ok:
-        out(f"optixasync doctor: {problem}")
-        return 1
-    try:
-        import cupy
-
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:
-        out(f"optixasync doctor: CUDA is not usable: {exc}")
-        return 1
-    if count == 0:
-        out("optixasync doctor: no CUDA device found")
-        return 1
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    cuda_version = driver_cuda_version() or 0
-    try:
-        import pynvml  # noqa: F401  (nvidia-ml-py, optional)
-
-        pynvml.nvmlInit()
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        driver = driver.decode() if isinstance(driver, bytes) else driver
-    except Exception:
-        driver = "unknown (install nvidia-ml-py to read it)"
-    out(f"GPU                 : {props['name'].decode()} (sm_{props['major']}{props['minor']}), {count} device(s)")
-    out(f"driver              : {driver}")
-    out(f"CUDA driver API     : {cuda_version // 1000}.{cuda_version % 1000 // 10}")
+    out(f"optixasync          : {__version__}")
+    if _driver.load_cuda_library() is None:
+        out(f"optixasync doctor: {_driver.no_driver_message()}")
+        return EXIT_UNAVAILABLE
+    cuda_version = _driver.driver_cuda_version() or 0
+    extra = _driver.cuda_extra(cuda_version)
+    out(f"driver              : {_driver.driver_version() or 'unknown (libnvidia-ml.so.1 not found)'}, "
+        f"CUDA {cuda_version // 1000}.{cuda_version % 1000 // 10} -> install optixasync[{extra}]")
+    gpus = _driver.devices()
+    if not gpus:
+        out("optixasync doctor: no CUDA device: the NVIDIA driver is loaded but sees no GPU (check nvidia-smi)")
+        return EXIT_UNAVAILABLE
+    for gpu in gpus:
+        major, minor = gpu.compute_capability
+        out(f"GPU {gpu.index:<16}: {gpu.name} (sm_{major}{minor}), {_format_bytes(gpu.memory_bytes)}")
     try:
         lib = load_library()
-    except Exception as exc:
+    except OptixAsyncError as exc:
         out(f"OptiX               : {exc}")
-        return 1
+        return EXIT_UNAVAILABLE
     accepted = [f"{abi} (OptiX {ABI_OPTIX_VERSIONS[abi]})" for abi in ABI_TABLE_SIZES if probe_abi(lib, abi) == 0]
     refused = [str(abi) for abi in ABI_TABLE_SIZES if probe_abi(lib, abi) != 0]
     out(f"OptiX ABIs accepted : {', '.join(accepted) or 'none'}" + (f"; refused: {', '.join(refused)}" if refused else ""))
@@ -73,43 +79,63 @@ def doctor(out=print) -> int:
         out(f"NVRTC               : {major}.{minor}")
     except Exception as exc:
         out(f"NVRTC               : not usable: {exc}")
-        return 1
+        return EXIT_UNAVAILABLE
+    try:
+        cupy = _driver.require_cupy()
+        out(f"CuPy                : {cupy.__version__}")
+    except ImportError as exc:
+        out(f"CuPy                : {exc}")
+        return EXIT_UNAVAILABLE
+    _report_denoisers(out)
     out(f"cache directory     : {cache_dir()}")
+    return _test_pipeline(out)
+
+
+def _report_denoisers(out: Callable[[str], None]) -> None:
+    try:
+        from .denoise import available_denoisers
+    except ImportError:  # the denoise package itself is optional in a trimmed install
+        return
+    for name, state in available_denoisers().items():
+        out(f"denoiser {name:<11}: {state}")
+
+
+def _test_pipeline(out: Callable[[str], None]) -> int:
     try:
         import optixasync
 
-        from ._hello import render_triangle
+        from .testing import render_triangle
 
         start = time.perf_counter()
         with optixasync.Context() as ctx:
             result = render_triangle(ctx, 64, 64)
         hits = int((result.image[..., 3] >= 0).sum())
         elapsed = time.perf_counter() - start
-        if hits == 0:
-            out("test pipeline       : launched but nothing was hit (broken install?)")
-            return 1
-        out(f"test pipeline       : compiled and launched in {elapsed * 1e3:.0f} ms "
-            f"(PTX cache {'hit' if result.module_cache_hit else 'miss'}), {hits} of 4096 pixels hit")
     except Exception as exc:
         out(f"test pipeline       : FAILED: {type(exc).__name__}: {exc}")
-        return 1
+        return EXIT_UNAVAILABLE
+    if hits == 0:
+        out("test pipeline       : launched but nothing was hit (broken install?)")
+        return EXIT_UNAVAILABLE
+    out(f"test pipeline       : compiled and launched in {elapsed * 1e3:.0f} ms "
+        f"(PTX cache {'hit' if result.module_cache_hit else 'miss'}), {hits} of 4096 pixels hit")
     return 0
 
 
-#: Subcommand name -> module with ``add_parser(subparsers)`` and ``run(args)``.
-SUBCOMMAND_MODULES = {
-    "render": "optixasync.render._cli",
-    "syncwatch": "optixasync.diagnostics._cli",
-}
-
-
 def main(argv: list[str] | None = None) -> int:
+    from ._version import __version__
+
     parser = argparse.ArgumentParser(prog="optixasync", description="OptiX from Python with an asynchronous frame pipeline")
+    parser.add_argument("--version", action="version", version=f"optixasync {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("doctor", help="check the driver, OptiX, NVRTC and a test pipeline")
-    modules = {name: importlib.import_module(path) for name, path in SUBCOMMAND_MODULES.items()}
-    for module in modules.values():
-        module.add_parser(sub)
+    sub.add_parser("doctor", help="check the driver, GPUs, OptiX, NVRTC, CuPy, denoisers and a test pipeline")
+    modules = {}
+    for name, path in SUBCOMMAND_MODULES.items():
+        try:
+            modules[name] = importlib.import_module(path)
+        except ImportError:  # a subcommand whose module is absent from this install
+            continue
+        modules[name].add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "doctor":
         return doctor()

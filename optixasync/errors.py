@@ -1,13 +1,24 @@
-"""Exception types of optixasync.
+"""Exception types of optixasync, all under :class:`OptixAsyncError`.
 
-One exception class per library the package talks to, each carrying the
-numeric status, its symbolic name and any log text the library returned.
-All of them pickle, so they survive ``concurrent.futures`` process pools.
+One class per library the package talks to (OptiX, CUDA, NVRTC), each
+carrying the numeric status, its symbolic name and any log text the library
+returned, plus the package's own conditions (a missing driver, a missing
+optional package, an aborted frame, a full result queue). All of them
+pickle, so they survive ``concurrent.futures`` process pools.
 """
 
 from __future__ import annotations
 
-__all__ = ["OptixAsyncError", "OptixError", "CudaError", "NvrtcError", "DriverNotFoundError"]
+__all__ = [
+    "OptixAsyncError",
+    "OptixError",
+    "CudaError",
+    "NvrtcError",
+    "DriverNotFoundError",
+    "MissingExtraError",
+    "FrameAbortedError",
+    "ResultsOverflowError",
+]
 
 
 class OptixAsyncError(RuntimeError):
@@ -16,6 +27,45 @@ class OptixAsyncError(RuntimeError):
 
 class DriverNotFoundError(OptixAsyncError):
     """The NVIDIA driver (``libcuda`` / ``libnvoptix``) could not be loaded."""
+
+
+class MissingExtraError(OptixAsyncError, ImportError):
+    """An optional package of optixasync is not installed.
+
+    Attributes
+    ----------
+    feature : str
+        What needed it (for example ``syncwatch``).
+    package : str
+        The distribution to install (for example ``cupti-python``).
+    extra : str
+        The optixasync extra that brings it (for example ``diagnostics``).
+    """
+
+    def __init__(self, feature: str, package: str, extra: str = "diagnostics") -> None:
+        self.feature = feature
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{package}' package, which is not installed: "
+            f"pip install 'optixasync[{extra}]' (or pip install {package})"
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.feature, self.package, self.extra))
+
+
+class FrameAbortedError(OptixAsyncError):
+    """The frame raised while it was being recorded; its GPU work (if any) was fenced and discarded."""
+
+
+class ResultsOverflowError(OptixAsyncError):
+    """More completed frames wait for :meth:`FrameScheduler.poll` than the scheduler's bound allows.
+
+    Raised by ``begin_frame`` when :class:`SchedulerOptions` says ``on_full="raise"``: poll the
+    results, consume them through the frames' handles, or create the scheduler with
+    ``keep_results=False``.
+    """
 
 
 class _StatusError(OptixAsyncError):
@@ -50,7 +100,17 @@ class OptixError(_StatusError):
 
 
 class CudaError(_StatusError):
-    """A CUDA driver call returned an error status."""
+    """A CUDA call returned an error status.
+
+    Attributes
+    ----------
+    status : int
+        The ``cudaError_t`` code (for example 2).
+    name : str
+        Its symbolic name (for example ``cudaErrorMemoryAllocation``).
+    explanation : str
+        What optixasync was doing, and CUDA's message.
+    """
 
 
 class NvrtcError(_StatusError):

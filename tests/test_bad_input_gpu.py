@@ -8,22 +8,27 @@ import numpy as np
 import pytest
 
 import optixasync
-from optixasync._hello import DEFAULT_TRIANGLE, HELLO_PARAMS, MISS_DATA, render_triangle
-from optixasync._optix._api import OptixApi
-from optixasync._optix._loader import ABI_TABLE_SIZES, ABI_TABLES, load_library, probe_abi
-from optixasync._optix._types import OptixResult, TraversableGraphFlags
+from optixasync import TraversableGraphFlags, struct_dtype
+
+# The ABI tests ask the real driver through the OptiX binding itself (its loader, probe and function-table
+# request), which has no public door: optixasync.Context only ever requests the ABIs it has a name table for.
+from optixasync._optix import ABI_TABLES, OptixApi
+from optixasync._optix import types as optix_types
+from optixasync._optix._loader import ABI_TABLE_SIZES, load_library, probe_abi
 from optixasync.accel import GeometryAccel, TriangleInput
 from optixasync.errors import NvrtcError, OptixError
 from optixasync.program import PipelineOptions, ShaderBindingTable
+from optixasync.testing import DEFAULT_TRIANGLE, HELLO_PARAMS, render_triangle
 
 pytestmark = pytest.mark.gpu
 
 HELLO_OPTIONS = PipelineOptions(num_payload_values=4, traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
+MISS_DATA = struct_dtype([("color", "float3")])  # the miss record of hello_triangle.cu
 
 
 @pytest.fixture(scope="module")
 def hello(ctx, tmp_path_factory):
-    """Module, program groups and pipeline of ``hello_triangle.cu``, built as ``optixasync._hello`` builds them."""
+    """Module, program groups and pipeline of ``hello_triangle.cu``, built as ``optixasync.testing.HelloRenderer`` builds them."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPTIXASYNC_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
         module = ctx.create_module("hello_triangle.cu", pipeline_options=HELLO_OPTIONS)
@@ -94,7 +99,7 @@ def test_abi_118_is_refused_with_unsupported_abi_version(monkeypatch):
     monkeypatch.setitem(ABI_TABLES, 118, tuple(f"entry{i}" for i in range(58)))
     with pytest.raises(OptixError) as info:
         OptixApi(118)
-    assert info.value.status == int(OptixResult.ERROR_UNSUPPORTED_ABI_VERSION) == 7801
+    assert info.value.status == int(optix_types.OptixResult.ERROR_UNSUPPORTED_ABI_VERSION) == 7801
     assert info.value.name == "OPTIX_ERROR_UNSUPPORTED_ABI_VERSION"
     assert "driver" in str(info.value)
     assert "118" in str(info.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optixasync._hello import DEFAULT_TRIANGLE, render_triangle
+from optixasync.testing import DEFAULT_TRIANGLE, render_triangle
 
 pytestmark = pytest.mark.gpu
 

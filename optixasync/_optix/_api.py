@@ -5,11 +5,14 @@ function table. It adds no policy: callers pass ctypes arguments and get
 the raw ``OptixResult`` back; :func:`check` turns a non-zero result into an
 :class:`~optixasync.errors.OptixError`.
 
-Calls here that may block the host (see ``optixasync.cuda`` for the full
-list): ``optixModuleCreate``, ``optixProgramGroupCreate`` and
-``optixPipelineCreate`` compile on the CPU; ``optixDeviceContextCreate`` and
-``optixDeviceContextDestroy`` synchronize the device; ``optixLaunch`` and
-``optixAccelBuild`` block only when the context has validation mode on.
+Blocking calls
+--------------
+* ``optixModuleCreate``, ``optixProgramGroupCreate`` and ``optixPipelineCreate``
+  compile on the CPU (set-up).
+* ``optixDeviceContextCreate`` and ``optixDeviceContextDestroy`` synchronize
+  the device (set-up and tear-down).
+* ``optixLaunch`` and ``optixAccelBuild`` block only when the context has
+  validation mode on (OptiX then waits for all work of the context).
 """
 
 from __future__ import annotations
@@ -19,11 +22,19 @@ from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_
 
 from ..errors import OptixError
 from . import _types as t
-from ._loader import DEFAULT_ABI, load_library, query_function_table
+from ._loader import DEFAULT_ABI, check_abi, load_library, query_function_table
 
-__all__ = ["OptixApi", "check", "get_api", "result_name"]
+__all__ = ["LOG_SIZE", "OptixApi", "check", "get_api", "log_buffer", "result_name"]
 
 _R = c_int  # OptixResult
+
+#: Bytes of the log buffer handed to the compile and link calls (OptiX truncates longer logs).
+LOG_SIZE = 8192
+
+
+def log_buffer() -> tuple[ctypes.Array, ctypes.c_size_t]:
+    """A log buffer and its size variable, for the OptiX calls that write a log."""
+    return ctypes.create_string_buffer(LOG_SIZE), ctypes.c_size_t(LOG_SIZE)
 _SIZE_P = POINTER(c_size_t)
 
 # name -> (restype, argtypes). Our own prototypes, written from the ABI.
@@ -83,11 +94,11 @@ class OptixApi:
     """
 
     def __init__(self, abi: int = DEFAULT_ABI) -> None:
-        self.abi = abi
+        self.abi = abi = check_abi(abi)
         self.library = load_library()
         status, entries = query_function_table(self.library, abi)
         if status != 0:
-            name = _fallback_name(status)
+            name = result_name(status)
             if status == t.OptixResult.ERROR_UNSUPPORTED_ABI_VERSION:
                 explanation = (
                     f"the installed NVIDIA driver does not accept OptiX ABI {abi}; "
@@ -109,23 +120,19 @@ class OptixApi:
 
     def error_name(self, status: int) -> str:
         raw = self.optixGetErrorName(status)  # type: ignore[attr-defined]
-        return raw.decode() if raw else _fallback_name(status)
+        return raw.decode() if raw else result_name(status)
 
     def error_string(self, status: int) -> str:
         raw = self.optixGetErrorString(status)  # type: ignore[attr-defined]
         return raw.decode() if raw else ""
 
 
-def _fallback_name(status: int) -> str:
+def result_name(status: int) -> str:
+    """Symbolic name of an ``OptixResult`` without needing the driver."""
     try:
         return "OPTIX_" + t.OptixResult(status).name
     except ValueError:
         return f"OPTIX_RESULT_{status}"
-
-
-def result_name(status: int) -> str:
-    """Symbolic name of an ``OptixResult`` without needing the driver."""
-    return _fallback_name(status)
 
 
 _api_cache: dict[int, OptixApi] = {}
@@ -133,6 +140,7 @@ _api_cache: dict[int, OptixApi] = {}
 
 def get_api(abi: int = DEFAULT_ABI) -> OptixApi:
     """The process-wide :class:`OptixApi` for ``abi`` (loaded on first use)."""
+    abi = check_abi(abi)
     api = _api_cache.get(abi)
     if api is None:
         api = _api_cache[abi] = OptixApi(abi)
@@ -157,7 +165,7 @@ def check(status: int, what: str, log: bytes | str = b"", api: OptixApi | None =
         return
     if isinstance(log, bytes):
         log = log.split(b"\0", 1)[0].decode(errors="replace")
-    name = api.error_name(status) if api is not None else _fallback_name(status)
+    name = api.error_name(status) if api is not None else result_name(status)
     message = api.error_string(status) if api is not None else ""
     explanation = f"{what} failed" + (f" ({message})" if message else "")
     raise OptixError(status, name, explanation, log)

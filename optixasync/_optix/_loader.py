@@ -16,7 +16,10 @@ import sys
 
 from ..errors import DriverNotFoundError
 
-__all__ = ["ABI_TABLES", "ABI_TABLE_SIZES", "ABI_OPTIX_VERSIONS", "DEFAULT_ABI", "probe_abi", "LIBRARY_ENV", "load_library", "query_function_table", "library_names"]
+__all__ = [
+    "ABI_TABLES", "ABI_TABLE_SIZES", "ABI_OPTIX_VERSIONS", "DEFAULT_ABI", "LIBRARY_ENV", "check_abi", "library_names",
+    "load_library", "probe_abi", "query_function_table",
+]
 
 #: Environment variable holding an explicit path to the OptiX driver library.
 LIBRARY_ENV = "OPTIXASYNC_OPTIX_LIBRARY"
@@ -106,18 +109,31 @@ def load_library() -> ctypes.CDLL:
     Raises
     ------
     DriverNotFoundError
-        If no candidate could be loaded; the message names what was tried.
+        If no candidate could be loaded; the message says what to do and what the loader reported.
     """
+    from .._driver import no_optix_message
+
     errors = []
     for name in library_names():
         try:
             return ctypes.CDLL(name)
         except OSError as exc:
-            errors.append(f"{name}: {exc}")
-    raise DriverNotFoundError(
-        "could not load the OptiX driver library (it ships with the NVIDIA display driver, R535 or newer; "
-        f"set {LIBRARY_ENV} to its path if it is installed elsewhere). Tried: " + "; ".join(errors)
-    )
+            errors.append(str(exc))  # the loader's text already names the file
+    raise DriverNotFoundError(no_optix_message("; ".join(errors)))
+
+
+def check_abi(abi: object) -> int:
+    """``abi`` as an int if optixasync can call into it (it has the entry order of its function table).
+
+    Raises
+    ------
+    ValueError
+        On an ABI without a name table here, naming the supported ones.
+    """
+    if isinstance(abi, bool) or not isinstance(abi, int) or abi not in ABI_TABLES:
+        known = ", ".join(f"{a} (OptiX {ABI_OPTIX_VERSIONS[a]})" for a in sorted(ABI_TABLES))
+        raise ValueError(f"OptiX ABI {abi!r} is not supported by optixasync; supported: {known}")
+    return int(abi)
 
 
 def probe_abi(lib: ctypes.CDLL, abi: int) -> int:
@@ -137,7 +153,7 @@ def query_function_table(lib: ctypes.CDLL, abi: int) -> tuple[int, dict[str, int
     entries : dict
         Entry name to function address; empty unless ``status`` is 0.
     """
-    names = ABI_TABLES[abi]
+    names = ABI_TABLES[check_abi(abi)]
     try:
         query = _QUERY_PROTOTYPE(("optixQueryFunctionTable", lib))
     except AttributeError as exc:

@@ -1,9 +1,11 @@
 """Acceleration structures: triangle GAS, instancing, deferred compaction and refit."""
 
+from __future__ import annotations
+
 from ._base import AccelOptions, AccelStructure
 from ._gas import GeometryAccel
 from ._ias import INSTANCE_DTYPE, Instance, InstanceAccel
-from ._inputs import TriangleInput, check_indices, check_vertices
+from ._inputs import TriangleInput
 from ._raycast import HIT_RECORDS, RayCaster
 
 __all__ = [
@@ -16,6 +18,4 @@ __all__ = [
     "InstanceAccel",
     "RayCaster",
     "TriangleInput",
-    "check_indices",
-    "check_vertices",
 ]

@@ -1,24 +1,34 @@
 """What GAS and IAS share: build, refit and deferred compaction on a stream.
 
-Blocking calls: none, except :meth:`AccelStructure.compact` with
-``wait=True`` (it waits for the emitted compacted size; meant for offline
-use). The compacted size travels to pinned host memory behind an event and
-is read only once that event has passed; temporary buffers are freed in
-stream order; GPU build times come from timing events queried lazily.
+Every operation is enqueued on a stream and recorded in the structure's
+:class:`~optixasync.cuda.Readiness`: work on another stream that traces,
+refits or instances the structure is ordered after it on the GPU.
+
+Blocking calls
+--------------
+None, except :meth:`AccelStructure.compact` with ``wait=True`` (it waits
+for the emitted compacted size; meant for offline use). The compacted size
+travels to pinned host memory behind an event and is read only once that
+event has passed; temporary buffers are freed in stream order; GPU build
+times come from timing events queried lazily. ``optixAccelBuild`` blocks
+when the context has validation mode on.
 """
 
 from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._options import coerce_options
 from .._optix import check
 from .._optix import types as t
-from ..cuda import _nvtx, stream_handle, timing_event
+from ..cuda import GpuTimer, Readiness, _nvtx, as_cupy_stream, stream_handle, synchronize
+from ..validation import coerce_options
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
 
 __all__ = ["AccelOptions", "AccelStructure", "aligned"]
 
@@ -80,27 +90,6 @@ def aligned(nbytes: int, alignment: int = t.ACCEL_BUFFER_BYTE_ALIGNMENT) -> int:
     return (int(nbytes) + alignment - 1) // alignment * alignment
 
 
-class _GpuTimer:
-    """Start and end timing events around one operation; the time is read once both have passed."""
-
-    def __init__(self, stream: Any) -> None:
-        self.start = timing_event()
-        self.start.record(stream)
-        self.end: Any = None
-
-    def stop(self, stream: Any) -> None:
-        self.end = timing_event()
-        self.end.record(stream)
-
-    @property
-    def ms(self) -> float | None:
-        if self.end is None or not self.end.done:
-            return None
-        import cupy
-
-        return float(cupy.cuda.get_elapsed_time(self.start, self.end))
-
-
 class AccelStructure:
     """Base of :class:`GeometryAccel` and :class:`InstanceAccel`.
 
@@ -110,18 +99,21 @@ class AccelStructure:
     Attributes
     ----------
     handle : int
-        The ``OptixTraversableHandle``; changes when the structure is compacted.
+        The ``OptixTraversableHandle``; changes when the structure is compacted or rebuilt.
     nbytes : int
         Size of the current output buffer.
-    ready : cupy.cuda.Event
-        Recorded after the last build, refit or compaction.
+    ready : Readiness
+        The end of the last build, refit or compaction; call ``ready.order(stream)``
+        before enqueuing work that reads the structure on another stream
+        (the structure's own methods and the library's tracers do).
     """
 
-    def __init__(self, ctx: Any, options: Any, stream: Any) -> None:
+    def __init__(self, ctx: DeviceContext, options: Any, stream: Any) -> None:
+        ctx.require_open()
         self.ctx = ctx
         self.options = coerce_options(AccelOptions, options)
-        self.stream = ctx.stream if stream is None else stream
-        stream_handle(self.stream)
+        self.stream = ctx.stream if stream is None else as_cupy_stream(stream)
+        self.ready = Readiness()
         self.handle = 0
         self.nbytes = 0
         self.buffer: Any = None
@@ -133,21 +125,17 @@ class AccelStructure:
         self._size_staging: Any = None
         self._size_device: Any = None  # where the build emits the compacted size (allow_compaction)
         self._temp_update: Any = None  # the refits' temp buffer, sized by the build (allow_update)
-        self._build_timer: _GpuTimer | None = None
-        self._refit_timer: _GpuTimer | None = None
+        self._build_timer = GpuTimer()
+        self._refit_timer = GpuTimer()
         self.refits = 0
         self.rebuilds = 0
         self._refits_since_build = 0
+        ctx.track(self)
 
-    def _stream_for(self, stream: Any) -> Any:
-        """The stream to use, made to wait (on the GPU) for the last operation if it is another one."""
-        if stream is None:
-            return self.stream
-        handle = stream_handle(stream)
-        if handle != stream_handle(self.stream) and getattr(self, "ready", None) is not None:
-            import cupy
-
-            cupy.cuda.runtime.streamWaitEvent(handle, self.ready.ptr, 0)
+    def _use_stream(self, stream: Any) -> Any:
+        """``stream`` (default: the build stream) as a CuPy stream, ordered after the last operation."""
+        stream = self.stream if stream is None else as_cupy_stream(stream)
+        self.ready.order(stream)
         return stream
 
     def _sizes(self, operation: t.BuildOperation) -> t.AccelBufferSizes:
@@ -196,7 +184,8 @@ class AccelStructure:
                 self._size_device = ctx.memory.alloc(8, stream)
                 emit = t.AccelEmitDesc(int(self._size_device.ptr), int(t.AccelPropertyType.COMPACTED_SIZE))
                 emit_count = 1
-        timer = _GpuTimer(stream)
+        timer = self._build_timer if building else self._refit_timer
+        span = timer.start(stream)
         handle = ctypes.c_uint64(self.handle)
         with _nvtx.annotate("optixasync.build" if building else "optixasync.refit"):
             check(
@@ -208,30 +197,27 @@ class AccelStructure:
                 "optixAccelBuild" if building else "optixAccelBuild(update)",
                 api=ctx.api,
             )
-        timer.stop(stream)
+        end = timer.stop(span, stream)
         self.handle = int(handle.value)
         del temp  # freed in the stream's order: after the build, never under it
         if building:
-            self._build_timer = timer
             if emit is not None:
                 # The compacted size travels to pinned memory behind an event; nobody waits for it here.
                 self._size_staging = ctx.pinned.allocate(8)  # viewed only when read: the submit path stays short
                 self._size_staging.copy_from_device_async(self._size_device, stream, 8)
                 self._size_event = ctx.deferred.after(stream)
-        else:
-            self._refit_timer = timer
-        self.ready = timer.end
+        self.ready.adopt(end, stream)
 
     # -- reporting -----------------------------------------------------------------
     @property
     def build_ms(self) -> float | None:
-        """GPU time of the last full build, None until it has finished."""
-        return self._build_timer.ms if self._build_timer else None
+        """GPU time of the last full build found finished, None before (never waits)."""
+        return self._build_timer.poll()
 
     @property
     def refit_ms(self) -> float | None:
-        """GPU time of the last refit, None until it has finished (or if never refitted)."""
-        return self._refit_timer.ms if self._refit_timer else None
+        """GPU time of the last refit found finished, None before or if never refitted (never waits)."""
+        return self._refit_timer.poll()
 
     @property
     def compacted_size(self) -> int | None:
@@ -239,16 +225,6 @@ class AccelStructure:
         if self._size_event is None or not self._size_event.done:
             return None
         return int(self._size_staging.view(np.uint64)[0])
-
-    def memory_report(self) -> dict[str, Any]:
-        return {
-            "uncompacted_bytes": self.uncompacted_nbytes,
-            "bytes": self.nbytes,
-            "compacted": self.compacted,
-            "compacted_size": self.compacted_size,
-            "build_ms": self.build_ms,
-            "refit_ms": self.refit_ms,
-        }
 
     # -- compaction ----------------------------------------------------------------
     def compact(self, wait: bool = False, stream: Any = None) -> bool:
@@ -275,11 +251,11 @@ class AccelStructure:
         if self.compacted:
             return False
         if wait and self._size_event is not None:
-            self._size_event.synchronize()
+            synchronize(self._size_event, "waiting for the compacted size")
         size = self.compacted_size
         if size is None:
             return False
-        stream = self._stream_for(stream)
+        stream = self._use_stream(stream)
         ctx = self.ctx
         new_buffer = ctx.memory.alloc(aligned(size), stream)
         handle = ctypes.c_uint64()
@@ -294,9 +270,11 @@ class AccelStructure:
             )
         old = self.buffer
         self.buffer, self.handle, self.nbytes, self.compacted = new_buffer, int(handle.value), size, True
-        self.ready = ctx.deferred.after(stream, old)  # the old structure lives until earlier traces have passed
+        # The old structure lives until the traces enqueued before the compaction have passed.
+        self.ready.adopt(ctx.deferred.after(stream, old), stream)
         return True
 
     def close(self) -> None:
-        self.buffer = None
+        """Release the buffers (freed in stream order) and forget the handle."""
+        self.buffer = self._temp_update = self._size_device = self._size_staging = None
         self.handle = 0

@@ -1,8 +1,10 @@
 """Geometry acceleration structures (GAS) over triangle meshes.
 
-Blocking calls: none. Host inputs reach the device through pinned staging
-on the build stream; device arrays (``__cuda_array_interface__``) are used
-in place; temporary and output buffers come from the stream-ordered pool;
+Blocking calls
+--------------
+None. Host inputs reach the device through pinned staging on the build
+stream; device arrays (``__cuda_array_interface__``) are used in place;
+temporary and output buffers come from the stream-ordered pool;
 ``optixAccelBuild`` returns at once (unless validation mode is on).
 
 Refits are ordered on the stream they are given: enqueue them on the stream
@@ -14,12 +16,16 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._optix import types as t
 from ..cuda import device_pointer
+from ..validation import check_vertices, is_device_array
 from ._base import AccelStructure
-from ._inputs import TriangleInput, check_vertices, is_device_array
+from ._inputs import TriangleInput
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
 
 __all__ = ["GeometryAccel"]
 
@@ -29,7 +35,7 @@ class GeometryAccel(AccelStructure):
 
     Parameters
     ----------
-    ctx : Context
+    ctx : DeviceContext
     inputs : TriangleInput or sequence of TriangleInput
         Each input gets its own range of SBT records (in order).
     options : AccelOptions or dict, optional
@@ -43,7 +49,7 @@ class GeometryAccel(AccelStructure):
         GPU times, known once the operation has finished.
     """
 
-    def __init__(self, ctx: Any, inputs: TriangleInput | Sequence[TriangleInput], options: Any = None, *,
+    def __init__(self, ctx: DeviceContext, inputs: TriangleInput | Sequence[TriangleInput], options: Any = None, *,
                  stream: Any = None) -> None:
         super().__init__(ctx, options, stream)
         self.inputs = [inputs] if isinstance(inputs, TriangleInput) else list(inputs)
@@ -125,7 +131,7 @@ class GeometryAccel(AccelStructure):
             count = check_vertices(array, name=f"vertices[{k}]" if len(per_input) > 1 else "vertices")
             if count != inp.num_vertices:
                 raise ValueError(f"refit changes the vertex count of input {k}: built with {inp.num_vertices}, got {count}")
-        stream = self._stream_for(stream)
+        stream = self._use_stream(stream)
         for k, array in enumerate(per_input):
             device = self._device_array(array, stream)
             self._device[k]["vertices"] = device

@@ -1,19 +1,25 @@
 """Instance acceleration structures (IAS): transformed instances of GAS (or IAS).
 
-Blocking calls: none (see ``_gas``). The instance records travel through
-pinned staging on the build stream.
+Blocking calls
+--------------
+None (see ``_gas``). The instance records travel through pinned staging on
+the build stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._optix import types as t
+from ..validation import as_affine
 from ._base import AccelStructure
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
 
 __all__ = ["Instance", "InstanceAccel", "INSTANCE_DTYPE"]
 
@@ -36,8 +42,9 @@ class Instance:
     ----------
     accel : AccelStructure
         The instanced structure; its current ``handle`` is read when the IAS is (re)built.
-    transform : array (3, 4) float32
-        Object-to-world affine transform, row-major.
+    transform : array (3, 4) or (4, 4)
+        Object-to-world affine transform, row-major; stored as (3, 4) float32.
+        Checked by :func:`optixasync.validation.as_affine` (finite, invertible).
     instance_id : int
         Reported by ``optixGetInstanceId``.
     sbt_offset : int
@@ -57,14 +64,7 @@ class Instance:
     def __post_init__(self) -> None:
         if not isinstance(self.accel, AccelStructure):
             raise TypeError(f"Instance.accel must be a GeometryAccel or InstanceAccel, got {type(self.accel).__name__}")
-        transform = np.asarray(self.transform, dtype=np.float32)
-        if transform.shape == (4, 4):
-            transform = transform[:3]
-        if transform.shape != (3, 4):
-            raise ValueError(f"Instance.transform must have shape (3, 4) or (4, 4), got {transform.shape}")
-        if not np.isfinite(transform).all():
-            raise ValueError("Instance.transform contains NaN or Inf")
-        self.transform = transform
+        self.transform = as_affine(self.transform, "Instance.transform").astype(np.float32)
         if not 0 <= self.visibility_mask <= 0xFF:
             raise ValueError(f"visibility_mask must fit in 8 bits, got {self.visibility_mask:#x}")
         if not 0 <= self.instance_id < 2**28:
@@ -76,23 +76,29 @@ class InstanceAccel(AccelStructure):
 
     Parameters
     ----------
-    ctx : Context
+    ctx : DeviceContext
     instances : sequence of Instance
+        Of structures created with the same context.
     options : AccelOptions or dict, optional
     stream : stream, optional
         Build stream; ordered after each instanced structure's last operation.
     """
 
-    def __init__(self, ctx: Any, instances: Sequence[Instance], options: Any = None, *, stream: Any = None) -> None:
+    def __init__(self, ctx: DeviceContext, instances: Sequence[Instance], options: Any = None, *, stream: Any = None) -> None:
         super().__init__(ctx, options, stream)
         self.instances = list(instances)
         if not self.instances or not all(isinstance(i, Instance) for i in self.instances):
             raise TypeError("instances must be a non-empty sequence of Instance")
+        self._check_owned(self.instances)
         self._count = 1
         self._structs = (t.BuildInput * 1)()
         self._structs[0].type = t.BuildInputType.INSTANCES
         self._upload_records(self.stream)
         self._build(t.BuildOperation.BUILD, self.stream)
+
+    def _check_owned(self, instances: Sequence[Instance]) -> None:
+        for k, inst in enumerate(instances):
+            self.ctx.require_own(inst.accel, f"the structure of instance {k}")
 
     def records(self) -> np.ndarray:
         """The ``OptixInstance`` records for the instances' current handles."""
@@ -106,7 +112,7 @@ class InstanceAccel(AccelStructure):
 
     def _upload_records(self, stream: Any) -> None:
         for inst in self.instances:
-            inst.accel._stream_for(stream)  # build after the instanced structures' last operations
+            inst.accel.ready.order(stream)  # build after the instanced structures' last operations
         self._records = self.ctx.upload(self.records(), stream)
         arr = self._structs[0].instanceArray
         arr.instances = int(self._records.data.ptr)
@@ -116,8 +122,12 @@ class InstanceAccel(AccelStructure):
     def rebuild(self, instances: Sequence[Instance] | None = None, stream: Any = None) -> None:
         """Rebuild over new or changed instances (new transforms, compacted or rebuilt children)."""
         if instances is not None:
-            self.instances = list(instances)
-        stream = self._stream_for(stream)
+            instances = list(instances)
+            if not instances or not all(isinstance(i, Instance) for i in instances):
+                raise TypeError("instances must be a non-empty sequence of Instance")
+            self._check_owned(instances)
+            self.instances = instances
+        stream = self._use_stream(stream)
         self._upload_records(stream)
         self._build(t.BuildOperation.BUILD, stream)
 
@@ -125,7 +135,7 @@ class InstanceAccel(AccelStructure):
         """Update in place after instance transforms changed (same instances, same children)."""
         if not self.options.allow_update:
             raise ValueError("this structure was built without allow_update=True; it cannot be refitted")
-        stream = self._stream_for(stream)
+        stream = self._use_stream(stream)
         self._upload_records(stream)
         self._build(t.BuildOperation.UPDATE, stream)
         self.refits += 1

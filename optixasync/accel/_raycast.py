@@ -1,17 +1,24 @@
 """Cast rays against any traversable and read back the closest hits (tests, tools, picking).
 
-:meth:`RayCaster.cast` returns numpy arrays, so it waits for its own launch;
-it is not meant for a frame's submit path.
+Blocking calls
+--------------
+:meth:`RayCaster.cast` returns numpy arrays, so it waits for its own launch
+(and only for it); it is not meant for a frame's submit path. Creating a
+caster compiles its module (set-up).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._structs import struct_dtype
-from ..program import PipelineOptions, ShaderBindingTable
+from ..cuda import as_cupy_stream, synchronize
+from ..program import Module, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
 
 __all__ = ["RayCaster", "RAYCAST_PARAMS", "HIT_RECORDS"]
 
@@ -33,14 +40,14 @@ class RayCaster:
     up to ``HIT_RECORDS - 1`` (each offset selects an identical record).
     """
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: DeviceContext) -> None:
         self.ctx = ctx
         options = PipelineOptions(num_payload_values=3)
-        self.module = ctx.create_module("raycast.cu", pipeline_options=options)
-        self.raygen = ctx.create_raygen(self.module, "__raygen__cast")
-        self.miss = ctx.create_miss(self.module, "__miss__cast")
-        self.hit = ctx.create_hitgroup(self.module, closesthit="__closesthit__cast")
-        self.pipeline = ctx.create_pipeline([self.raygen, self.miss, self.hit], max_trace_depth=1)
+        self.module = Module(ctx, "raycast.cu", pipeline_options=options)
+        self.raygen = ProgramGroup.raygen(ctx, self.module, "__raygen__cast")
+        self.miss = ProgramGroup.miss(ctx, self.module, "__miss__cast")
+        self.hit = ProgramGroup.hitgroup(ctx, self.module, closesthit="__closesthit__cast")
+        self.pipeline = Pipeline(ctx, [self.raygen, self.miss, self.hit], max_trace_depth=1)
         self.sbt = ShaderBindingTable(ctx, self.raygen, [self.miss], [self.hit] * HIT_RECORDS)
 
     def cast(self, accel: Any, origins: Any, directions: Any, tmin: float = 0.0, tmax: float = 1e30,
@@ -56,10 +63,11 @@ class RayCaster:
         if origins.ndim != 2 or origins.shape[1] != 3 or origins.shape != directions.shape or len(origins) == 0:
             raise ValueError(f"origins and directions must both have shape (R, 3), got {origins.shape}, {directions.shape}")
         ctx = self.ctx
-        stream = ctx.stream if stream is None else stream
+        stream = ctx.stream if stream is None else as_cupy_stream(stream)
         handle = accel if isinstance(accel, int) else accel.handle
         if not isinstance(accel, int):
-            accel._stream_for(stream)
+            ctx.require_own(accel, "the structure to cast against")
+            accel.ready.order(stream)
         count = len(origins)
         o, d = ctx.upload(origins, stream), ctx.upload(directions, stream)
         t = ctx.memory.empty((count,), np.float32, stream)
@@ -78,7 +86,7 @@ class RayCaster:
             buffer.copy_from_device_async(device, stream)
             staged.append((name, buffer, view))
         done = ctx.deferred.after(stream, o, d, t, prim, inst, params_device)
-        done.synchronize()  # the caller asked for hits: wait for this query only
+        synchronize(done, "waiting for the ray casts")  # the caller asked for hits: wait for this query only
         for name, _buffer, view in staged:
             out[name] = view.copy()
         out["hit"] = out["prim"] >= 0

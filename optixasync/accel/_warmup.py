@@ -8,28 +8,34 @@ the host for 50.9 ms; every later refit took 0.2 to 0.3 ms. (Setting
 :class:`optixasync.Context` calls :func:`warm_up` while it is created, so
 that no frame pays for it.
 
-Blocking calls: :func:`warm_up` synchronizes its stream (by design).
+Blocking calls
+--------------
+:func:`warm_up` synchronizes its stream (by design: that is where the loads wait).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..cuda import as_cupy_stream, synchronize
 from ._base import AccelOptions
 from ._gas import GeometryAccel
 from ._ias import Instance, InstanceAccel
 from ._inputs import TriangleInput
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
 
 __all__ = ["warm_up"]
 
 _TRIANGLE = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=np.float32)
 
 
-def warm_up(ctx: Any, stream: Any = None) -> None:
+def warm_up(ctx: DeviceContext, stream: Any = None) -> None:
     """Build, compact and refit a one-triangle GAS and an IAS over it, then wait for them."""
-    stream = ctx.stream if stream is None else stream
+    stream = ctx.stream if stream is None else as_cupy_stream(stream)
     options = AccelOptions(allow_update=True, allow_compaction=True)
     gas = GeometryAccel(ctx, TriangleInput(_TRIANGLE), options, stream=stream)
     gas.compact(wait=True, stream=stream)
@@ -37,6 +43,6 @@ def warm_up(ctx: Any, stream: Any = None) -> None:
     ias = InstanceAccel(ctx, [Instance(gas)], options, stream=stream)
     ias.compact(wait=True, stream=stream)
     ias.refit(stream=stream)
-    stream.synchronize()
+    synchronize(ias.ready.event, "the acceleration-structure warm-up")
     gas.close()
     ias.close()

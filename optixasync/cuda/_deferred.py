@@ -1,6 +1,8 @@
 """Keep host and device objects alive until the GPU work that uses them has passed.
 
-Nothing here blocks: completion is checked with ``cudaEventQuery``.
+Blocking calls
+--------------
+None: completion is checked with ``cudaEventQuery``.
 """
 
 from __future__ import annotations
@@ -8,7 +10,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from ._streams import fence_event
+from ._events import record_event
+from ._streams import as_cupy_stream
 
 __all__ = ["DeferredRelease"]
 
@@ -21,8 +24,7 @@ class DeferredRelease:
 
     def after(self, stream: Any, *objects: Any) -> Any:
         """Hold ``objects`` until the work enqueued on ``stream`` so far is done; returns the event."""
-        event = fence_event()
-        event.record(stream)
+        event = record_event(as_cupy_stream(stream))
         self._pending.append((event, objects))
         self.collect()
         return event

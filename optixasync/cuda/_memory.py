@@ -12,9 +12,13 @@ does not map new pages. Host staging memory is page-locked and pooled by size
 (``cupy.cuda.PinnedMemoryPool``), so that host-to-device and device-to-host
 copies are truly asynchronous.
 
-Blocking calls: a pool's first allocations of a size map new memory
-(``cuMemHostAlloc`` for pinned memory can take milliseconds); later ones are
-served from the pool.
+Blocking calls
+--------------
+A pool's first allocations of a size map new memory (``cuMemAllocAsync``
+growing the device pool, ``cuMemHostAlloc`` for pinned memory, which can
+take milliseconds); later ones are served from the pools without a driver
+allocation. Copies are ``cudaMemcpyAsync`` between pinned and device memory:
+asynchronous.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CudaError
+from ._errors import cuda_errors
 from ._streams import stream_handle
 
 __all__ = ["DeviceMemory", "PinnedBuffer", "PinnedPool", "device_pointer"]
@@ -53,7 +59,8 @@ class _StreamOrderedAllocation:
 
     def __init__(self, runtime: Any, nbytes: int, stream: Any) -> None:
         handle = stream_handle(stream)
-        self.ptr = runtime.mallocAsync(nbytes, handle)
+        with cuda_errors(f"cudaMallocAsync of {nbytes} bytes"):
+            self.ptr = runtime.mallocAsync(nbytes, handle)
         self._runtime = runtime
         self._stream_handle = handle
         self.nbytes = nbytes
@@ -82,14 +89,21 @@ class _StreamOrderedAllocation:
 
 
 class DeviceMemory:
-    """Stream-ordered device allocations (``cudaMallocAsync``) for one device."""
+    """Stream-ordered device allocations (``cudaMallocAsync``) for one device.
 
-    def __init__(self) -> None:
+    Parameters
+    ----------
+    device_id : int, optional
+        The CUDA device (default: CuPy's current one). Allocations come from
+        the pool of the stream's device; the arrays are labelled with this one.
+    """
+
+    def __init__(self, device_id: int | None = None) -> None:
         import cupy
 
         self._cupy = cupy
         self._runtime = cupy.cuda.runtime
-        self._device_id = cupy.cuda.Device().id
+        self._device_id = cupy.cuda.Device().id if device_id is None else int(device_id)
         self._pool = self._runtime.deviceGetMemPool(self._device_id)
         # Keep freed blocks mapped: with the default threshold (0) the pool may
         # unmap them at every synchronization and re-map on the next build.
@@ -114,8 +128,12 @@ class DeviceMemory:
         return self._cupy.ndarray(shape, dtype, memptr=self.alloc(size, stream))
 
     def used_bytes(self) -> int:
-        """Bytes currently allocated from the device's pool (by anyone using it)."""
-        return int(self._runtime.memPoolGetAttribute(self._pool, self._runtime.cudaMemPoolAttrUsedMemCurrent))
+        """Bytes currently allocated from the device's pool, by anyone using it (a query; never waits).
+
+        Long-running loops read it to check that device memory stays flat.
+        """
+        with cuda_errors("cudaMemPoolGetAttribute"):
+            return int(self._runtime.memPoolGetAttribute(self._pool, self._runtime.cudaMemPoolAttrUsedMemCurrent))
 
 
 def device_pointer(obj: Any) -> int:
@@ -158,18 +176,20 @@ class PinnedBuffer:
         import cupy
 
         nbytes = self.nbytes if nbytes is None else int(nbytes)
-        cupy.cuda.runtime.memcpyAsync(
-            device_pointer(dst), self.ptr, nbytes, cupy.cuda.runtime.memcpyHostToDevice, stream_handle(stream)
-        )
+        with cuda_errors("cudaMemcpyAsync (host to device)"):
+            cupy.cuda.runtime.memcpyAsync(
+                device_pointer(dst), self.ptr, nbytes, cupy.cuda.runtime.memcpyHostToDevice, stream_handle(stream)
+            )
 
     def copy_from_device_async(self, src: Any, stream: Any, nbytes: int | None = None) -> None:
         """Enqueue a device-to-host copy from ``src`` into this buffer on ``stream``."""
         import cupy
 
         nbytes = self.nbytes if nbytes is None else int(nbytes)
-        cupy.cuda.runtime.memcpyAsync(
-            self.ptr, device_pointer(src), nbytes, cupy.cuda.runtime.memcpyDeviceToHost, stream_handle(stream)
-        )
+        with cuda_errors("cudaMemcpyAsync (device to host)"):
+            cupy.cuda.runtime.memcpyAsync(
+                self.ptr, device_pointer(src), nbytes, cupy.cuda.runtime.memcpyDeviceToHost, stream_handle(stream)
+            )
 
 
 class PinnedPool:
@@ -186,7 +206,19 @@ class PinnedPool:
         self._pool = cupy.cuda.PinnedMemoryPool()
 
     def allocate(self, nbytes: int) -> PinnedBuffer:
-        return PinnedBuffer(self._pool.malloc(max(int(nbytes), 1)), nbytes)
+        """A pinned buffer of ``nbytes`` (from the pool when one of that size is free).
+
+        Raises
+        ------
+        CudaError
+            If the pinned allocation fails.
+        """
+        try:
+            with cuda_errors(f"pinned allocation of {nbytes} bytes"):
+                memory = self._pool.malloc(max(int(nbytes), 1))
+        except MemoryError as exc:  # CuPy's OutOfMemoryError
+            raise CudaError(2, "cudaErrorMemoryAllocation", f"pinned allocation of {nbytes} bytes failed ({exc})") from exc
+        return PinnedBuffer(memory, nbytes)
 
     def array(self, shape: Any, dtype: Any) -> tuple[PinnedBuffer, np.ndarray]:
         """A pinned buffer and its numpy view of ``shape`` and ``dtype``."""

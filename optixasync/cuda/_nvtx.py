@@ -10,8 +10,10 @@ never imported. :func:`enable_nvtx` swaps in the real function; callers look
 Switch it on with ``OPTIXASYNC_NVTX=1`` in the environment (read when
 optixasync is imported) or ``optixasync.diagnostics.enable_nvtx()``.
 
-Blocking calls: none. NVTX pushes and pops are host-side markers; without a
-profiler attached they return at once.
+Blocking calls
+--------------
+None. NVTX pushes and pops are host-side markers; without a profiler
+attached they return at once.
 
 Range names (domain ``optixasync``): ``optixasync.acquire`` (a frame slot,
 including its fence wait), ``optixasync.upload``, ``optixasync.build``,
@@ -22,10 +24,12 @@ including its fence wait), ``optixasync.upload``, ``optixasync.build``,
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
+from ..errors import MissingExtraError
+
 __all__ = [
-    "MissingExtraError",
     "NVTX_ENV",
     "RANGE_COLORS",
     "annotate",
@@ -51,30 +55,6 @@ RANGE_COLORS: dict[str, int] = {
 }
 _DEFAULT_COLOR = 0xFF00BCD4
 _DOMAIN = "optixasync"
-
-
-class MissingExtraError(ImportError):
-    """An optional package of optixasync is not installed.
-
-    Attributes
-    ----------
-    package : str
-        The distribution to install (for example ``cupti-python``).
-    extra : str
-        The optixasync extra that brings it (for example ``diagnostics``).
-    """
-
-    def __init__(self, feature: str, package: str, extra: str = "diagnostics") -> None:
-        self.feature = feature
-        self.package = package
-        self.extra = extra
-        super().__init__(
-            f"{feature} needs the '{package}' package, which is not installed: "
-            f"pip install 'optixasync[{extra}]' (or pip install {package})"
-        )
-
-    def __reduce__(self):
-        return (type(self), (self.feature, self.package, self.extra))
 
 
 class _NoRange:
@@ -170,5 +150,14 @@ def _env_requests_nvtx(environ: Any = os.environ) -> bool:
     return environ.get(NVTX_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-if _env_requests_nvtx():
-    enable_nvtx()
+def _enable_from_environment() -> None:
+    """Honour ``OPTIXASYNC_NVTX=1`` at import; without the ``nvtx`` package, warn instead of failing the import."""
+    if not _env_requests_nvtx():
+        return
+    try:
+        enable_nvtx()
+    except MissingExtraError as exc:
+        warnings.warn(f"{NVTX_ENV} is set but NVTX ranges stay off: {exc}", RuntimeWarning, stacklevel=2)
+
+
+_enable_from_environment()

@@ -1,14 +1,21 @@
-"""Streams and events, taken from CuPy rather than wrapped in classes of our own.
+"""Streams, taken from CuPy rather than wrapped in a class of our own, and the one way to order them.
 
-Nothing here blocks the host: stream creation, event creation, event record
-and stream-wait-event are all asynchronous driver calls.
+optixasync passes streams explicitly everywhere inside the library (never
+CuPy's "current stream"), accepts any :data:`StreamLike` at its public entry
+points, and converts it once with :func:`as_cupy_stream`.
+
+Blocking calls
+--------------
+None: stream creation and ``cudaStreamWaitEvent`` are asynchronous driver calls.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, Union
 
-__all__ = ["StreamLike", "create_stream", "stream_handle", "record_event", "timing_event", "fence_event"]
+from ._errors import cuda_errors
+
+__all__ = ["StreamLike", "as_cupy_stream", "create_stream", "stream_handle", "wait_event"]
 
 
 class _CudaStreamProtocol(Protocol):
@@ -16,7 +23,7 @@ class _CudaStreamProtocol(Protocol):
 
 
 #: Anything optixasync accepts as a stream: a ``cupy.cuda.Stream``, an object
-#: with ``__cuda_stream__`` (cuda.core, PyTorch >= 2.x), or a raw ``CUstream`` int.
+#: with ``__cuda_stream__`` (cuda.core, PyTorch, an optixasync ``Frame``), or a raw ``CUstream`` int.
 StreamLike = Union["cupy.cuda.Stream", _CudaStreamProtocol, int]  # noqa: F821
 
 
@@ -24,7 +31,8 @@ def create_stream() -> Any:
     """A new non-blocking CuPy stream (never synchronizes with the legacy default stream)."""
     import cupy
 
-    return cupy.cuda.Stream(non_blocking=True)
+    with cuda_errors("creating a stream"):
+        return cupy.cuda.Stream(non_blocking=True)
 
 
 def stream_handle(stream: Any) -> int:
@@ -35,13 +43,13 @@ def stream_handle(stream: Any) -> int:
     TypeError
         If ``stream`` is none of the accepted kinds.
     ValueError
-        If it is the legacy default stream (handle 0), which would serialize
-        the pipeline with every other stream of the device.
+        If it is the legacy default stream (handle 0 or 1), which would
+        serialize the pipeline with every other stream of the device.
     """
-    if isinstance(stream, int):
+    if isinstance(stream, int) and not isinstance(stream, bool):
         handle = stream
     elif hasattr(stream, "__cuda_stream__"):
-        version, handle = stream.__cuda_stream__()
+        _version, handle = stream.__cuda_stream__()
     elif hasattr(stream, "ptr"):
         handle = stream.ptr
     else:
@@ -54,22 +62,31 @@ def stream_handle(stream: Any) -> int:
     return int(handle)
 
 
-def fence_event() -> Any:
-    """An event for completion checks only (no timing, cheapest to record and query)."""
+def as_cupy_stream(stream: Any) -> Any:
+    """``stream`` as a CuPy stream object, for the CuPy calls that want one (event records, kernel launches).
+
+    A CuPy stream is returned as it is; an object with ``__cuda_stream__``
+    whose ``stream`` attribute is the CuPy stream of that handle (an
+    optixasync ``Frame``) gives that stream; anything else becomes a
+    ``cupy.cuda.ExternalStream`` over its handle (which does not own it).
+    Raises like :func:`stream_handle`.
+    """
     import cupy
 
-    return cupy.cuda.Event(block=False, disable_timing=True)
+    kinds = (cupy.cuda.Stream, cupy.cuda.ExternalStream)
+    if isinstance(stream, kinds):
+        stream_handle(stream)  # rejects the legacy default stream
+        return stream
+    handle = stream_handle(stream)  # for a Frame: marks the start of its GPU work
+    inner = getattr(stream, "stream", None)
+    if isinstance(inner, kinds) and inner.ptr == handle:
+        return inner
+    return cupy.cuda.ExternalStream(handle)
 
 
-def timing_event() -> Any:
-    """An event that can be used with ``cupy.cuda.get_elapsed_time``."""
+def wait_event(stream: Any, event: Any) -> None:
+    """Make work enqueued on ``stream`` from now on wait (on the GPU, not the host) for ``event``."""
     import cupy
 
-    return cupy.cuda.Event(block=False, disable_timing=False)
-
-
-def record_event(stream: Any, event: Any | None = None) -> Any:
-    """Record ``event`` (a new fence event if None) on ``stream`` and return it."""
-    event = event if event is not None else fence_event()
-    event.record(stream)
-    return event
+    with cuda_errors("cudaStreamWaitEvent"):
+        cupy.cuda.runtime.streamWaitEvent(stream_handle(stream), event.ptr, 0)

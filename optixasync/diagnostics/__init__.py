@@ -30,7 +30,8 @@ CUPTI's activity buffers (host work only).
 
 from __future__ import annotations
 
-from ..cuda._nvtx import MissingExtraError, disable_nvtx, enable_nvtx, nvtx_enabled
+from ..cuda._nvtx import disable_nvtx, enable_nvtx, nvtx_enabled
+from ..errors import MissingExtraError
 from ._blocks import BlockResult, blocks
 from ._records import CATEGORY_HELP, SyncRecord, classify
 from ._report import ReportOptions, SyncDetected, SyncReport

@@ -10,9 +10,10 @@ stream (which also takes first-use costs, such as module loads and pool
 growth, out of the measurement): only the extra time behind the busy GPU
 counts.
 
-Blocking calls: by design. The probe synchronizes ``stream`` before and
-after each run of ``fn``; it is a test and debugging tool, never for a
-frame loop.
+Blocking calls
+--------------
+By design: the probe synchronizes ``stream`` before and after each run of
+``fn``; it is a test and debugging tool, never for a frame loop.
 """
 
 from __future__ import annotations
@@ -71,17 +72,6 @@ def decide_blocked(host_ms: float, idle_ms: float | None, busy_ms: float, gpu_do
     return bool(gpu_done_at_return) and extra >= fraction * busy_ms
 
 
-def _as_cupy_stream(stream: Any) -> Any:
-    import cupy
-
-    from ..cuda import stream_handle
-
-    if isinstance(stream, cupy.cuda.Stream):
-        stream_handle(stream)  # refuses the legacy default stream
-        return stream
-    return cupy.cuda.ExternalStream(stream_handle(stream))
-
-
 def blocks(fn: Callable[[], Any], stream: Any, *, busy_ms: float = 20.0, fraction: float = 0.5,
            warmup: bool = True) -> BlockResult:
     """Whether ``fn()`` makes the host wait for GPU work queued on ``stream``.
@@ -118,10 +108,9 @@ def blocks(fn: Callable[[], Any], stream: Any, *, busy_ms: float = 20.0, fractio
         raise ValueError(f"busy_ms must be positive, got {busy_ms}")
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    from .._animate import spin_gpu
-    from ..cuda import fence_event
+    from ..cuda import as_cupy_stream, fence_event, spin_gpu
 
-    cupy_stream = _as_cupy_stream(stream)
+    cupy_stream = as_cupy_stream(stream)
     spin_gpu(0, cupy_stream)  # compiles and loads the spin kernel now, not inside the measurement
     cupy_stream.synchronize()
     idle_ms = None

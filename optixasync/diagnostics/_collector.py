@@ -14,7 +14,9 @@ later, in :func:`optixasync.diagnostics._report.build_report`.
 ``OptixApi`` objects while a watch is active, and putting the originals
 back after: when no watch is active, OptiX calls go straight to the driver.
 
-Blocking calls: none (this module makes no CUDA call).
+Blocking calls
+--------------
+None: this module makes no CUDA call.
 """
 
 from __future__ import annotations

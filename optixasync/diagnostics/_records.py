@@ -3,6 +3,10 @@
 Pure logic: the classification works on API names, so it is tested without
 a GPU and reused for every CUPTI version (``_v2``, ``_ptds`` and ``_ptsz``
 variants of a call fall in the same class as the call).
+
+Blocking calls
+--------------
+None: pure logic.
 """
 
 from __future__ import annotations

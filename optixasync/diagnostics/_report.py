@@ -4,7 +4,11 @@
 :class:`SyncReport`: it classifies each call, joins async copies with the
 memory kinds CUPTI reported, separates the frame scheduler's designed waits,
 decides which OptiX calls blocked, and attributes everything to the user's
-line. Pure logic; no CUDA.
+line.
+
+Blocking calls
+--------------
+None: pure logic, no CUDA call.
 """
 
 from __future__ import annotations

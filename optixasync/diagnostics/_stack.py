@@ -6,7 +6,9 @@ line that caused it. :func:`capture_stack` copies it as plain tuples (no
 frame objects kept, no source read); :class:`FrameFilter` later walks it
 outward past library frames to the user's line.
 
-Pure logic apart from locating the library directories; no CUDA.
+Blocking calls
+--------------
+None: pure logic apart from locating the library directories; no CUDA call.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import site
-import sys
 import sysconfig
 from collections.abc import Iterable, Sequence
 from types import FrameType
@@ -26,11 +27,11 @@ __all__ = ["DEFAULT_SKIP_PACKAGES", "FrameFilter", "capture_stack", "designed_wa
 #: Packages whose frames are never "the user's line".
 DEFAULT_SKIP_PACKAGES = ("optixasync", "cupy", "cupy_backends", "cupyx", "cupti", "cuda", "numpy", "nvtx", "fastrlock")
 
-_SCHEDULER_FILE = "optixasync/scheduler/_scheduler.py"
-#: Scheduler functions whose waits are by design, outermost first in priority.
+_SCHEDULER_PACKAGE = "optixasync/scheduler/"
+#: Functions of the scheduler package whose waits are by design, outermost first in priority.
 _DESIGNED = {
     "begin_frame": "slot fence",
-    "_complete_loop": "completion thread",
+    "_loop": "completion thread",
     "drain": "drain",
     "result": "frame result",
     "close": "scheduler close",
@@ -134,14 +135,15 @@ class FrameFilter:
 
 
 def _is_scheduler_file(filename: str) -> bool:
-    return filename.replace("\\", "/").endswith(_SCHEDULER_FILE)
+    path = filename.replace("\\", "/")
+    return _SCHEDULER_PACKAGE in path and path.endswith(".py")
 
 
 def designed_wait(stack: Sequence[StackFrame], thread: str = "") -> str | None:
     """Which designed wait of the frame scheduler a synchronization is, or None.
 
     The outermost scheduler function of the stack decides: ``begin_frame``
-    (the slot fence), ``_complete_loop`` (the completion thread), ``drain``,
+    (the slot fence), ``Completion._loop`` (the completion thread), ``drain``,
     ``result`` or ``close``. A synchronization in the completion thread is
     designed whatever its stack.
     """
@@ -150,10 +152,5 @@ def designed_wait(stack: Sequence[StackFrame], thread: str = "") -> str | None:
         if function in _DESIGNED and _is_scheduler_file(filename):
             kind = _DESIGNED[function]
     if kind is None and thread == COMPLETION_THREAD:
-        kind = _DESIGNED["_complete_loop"]
+        kind = _DESIGNED["_loop"]
     return kind
-
-
-def current_stack(skip: int = 1, limit: int = 64) -> tuple[StackFrame, ...]:
-    """The calling thread's stack, without the ``skip`` innermost frames (this function's caller is 1)."""
-    return capture_stack(sys._getframe(skip + 1), limit)

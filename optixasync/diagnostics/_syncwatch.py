@@ -22,9 +22,12 @@ imported only when a watch starts). While a watch is active:
 When no watch is active nothing is subscribed, no activity is enabled and no
 OptiX entry point is wrapped: the overhead is zero.
 
-Blocking calls: none of its own on the frame path. Starting a watch loads
-CUPTI (first time: tens of milliseconds); ending one flushes CUPTI's
-activity buffers (host work, no device synchronization).
+Blocking calls
+--------------
+None of its own on the frame path. Starting a watch loads CUPTI (first
+time: tens of milliseconds) and may wait for queued GPU work (CUPTI's
+subscription); ending one flushes CUPTI's activity buffers (host work, no
+device synchronization).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..cuda._nvtx import MissingExtraError
+from ..errors import MissingExtraError
 from ._collector import DRIVER_DOMAIN, SYNC_DOMAIN, Collector, OptixPatcher
 from ._records import ASYNC_MEMCPY, OPTIX, classify
 from ._report import ReportOptions, SyncReport, build_report

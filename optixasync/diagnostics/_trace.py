@@ -14,7 +14,12 @@ the moment the origin was recorded (its stream is idle then, so the error is
 the launch latency, a few microseconds), moved later if needed so that no
 frame's GPU work starts before the host began recording it.
 
-Pure logic over :class:`~optixasync.scheduler.FrameStats`; no CUDA.
+The trace covers the frames the scheduler's statistics still hold (its
+window of the newest frames); its metadata says which.
+
+Blocking calls
+--------------
+None: pure logic over :class:`~optixasync.scheduler.FrameStats`, no CUDA call.
 """
 
 from __future__ import annotations
@@ -39,6 +44,12 @@ def _frames_of(source: Any) -> tuple[list[Any], float]:
         raise TypeError(f"expected a FrameScheduler, SchedulerStats or a list of FrameStats, got {type(source).__name__}")
     origin = float(getattr(stats, "gpu_origin_host", math.nan))
     return list(frames), origin
+
+
+def _frames_total(source: Any, default: int) -> int:
+    """Frames the scheduler has retired in all (more than the trace holds once its window is full)."""
+    stats = getattr(source, "stats", source)
+    return int(getattr(stats, "frames_total", default))
 
 
 def _finite(*values: float) -> bool:
@@ -124,7 +135,11 @@ def chrome_trace(source: Any, *, skip: int = 0, report: Any = None) -> dict[str,
         "traceEvents": events,
         "displayTimeUnit": "ms",
         "otherData": {"source": "optixasync", "frames": len(frames), "gpu_clock_offset_s": offset,
-                      "host_clock": "time.perf_counter"},
+                      "host_clock": "time.perf_counter",
+                      # which frames the trace covers: the scheduler keeps a window of the newest ones
+                      "first_frame": frames[0].index if frames else None,
+                      "last_frame": frames[-1].index if frames else None,
+                      "frames_total": _frames_total(source, len(frames) + skip)},
     })
 
 

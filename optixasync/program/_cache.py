@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._config import cache_dir, cache_enabled, kernels_dir
+from .._config import cache_enabled, kernels_dir, optix_cache_dir, ptx_cache_dir
 from .._optix._loader import DEFAULT_ABI
+from ..validation import coerce_options
 from ._nvrtc import CompileOptions, compile_ptx, nvrtc_version
 
 __all__ = [
@@ -42,16 +43,6 @@ SCHEMA_VERSION = 1
 
 _HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
 _TMP_SUFFIX = ".tmp"
-
-
-def ptx_cache_dir() -> Path:
-    """Directory of the PTX entries."""
-    return cache_dir() / "ptx"
-
-
-def optix_cache_dir() -> Path:
-    """Directory handed to OptiX for its own module cache."""
-    return cache_dir() / "optix"
 
 
 def _headers(root: Path) -> list[Path]:
@@ -210,7 +201,7 @@ def compile_ptx_cached(
     tuple of (str, bool)
         NVRTC's raw PTX (not fitted to the driver) and whether it came from the cache.
     """
-    opts = CompileOptions.coerce(options)
+    opts = coerce_options(CompileOptions, options)
     if not cache_enabled():
         return compile_ptx(source, name, opts), False
     key = cache_key(source, name, opts, nvrtc_fingerprint(), abi)

@@ -1,7 +1,10 @@
 """OptiX modules compiled from CUDA source at run time, and program groups.
 
-Blocking calls: NVRTC (on a PTX cache miss) and ``optixModuleCreate`` and
-``optixProgramGroupCreate`` compile on the CPU. They belong to set-up.
+Blocking calls
+--------------
+NVRTC (on a PTX cache miss), ``optixModuleCreate`` and
+``optixProgramGroupCreate`` compile on the CPU: set-up time, seconds on a
+cold cache, milliseconds on a warm one.
 """
 
 from __future__ import annotations
@@ -11,13 +14,13 @@ import logging
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _config
-from .._options import coerce_options
-from .._optix import check
+from .._optix import check, log_buffer
 from .._optix import types as t
 from ..errors import OptixError
+from ..validation import coerce_options
 from ._cache import compile_ptx_cached
 from ._nvrtc import (
     CompileOptions,
@@ -30,11 +33,13 @@ from ._nvrtc import (
 )
 from ._options import ModuleOptions, PipelineOptions
 
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
+
 __all__ = ["Module", "ProgramGroup", "resolve_source"]
 
 _log = logging.getLogger("optixasync")
 _ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_]\w*)")
-_LOG_SIZE = 8192
 
 
 def resolve_source(source: Any) -> tuple[str, str]:
@@ -56,11 +61,12 @@ def resolve_source(source: Any) -> tuple[str, str]:
 class Module:
     """An OptiX module: CUDA source compiled by NVRTC to PTX, then by OptiX.
 
-    Created through :meth:`Context.create_module`.
+    Created through :meth:`Context.create_module` (or this constructor: both
+    register the module with the context, which closes it).
 
     Parameters
     ----------
-    ctx : Context
+    ctx : DeviceContext
     source : str or Path
         A ``.cu`` path, the name of a kernel shipped with optixasync
         (``"hello_triangle.cu"``), or CUDA source text.
@@ -81,7 +87,7 @@ class Module:
 
     def __init__(
         self,
-        ctx: Any,
+        ctx: DeviceContext,
         source: Any,
         *,
         pipeline_options: PipelineOptions | dict | None = None,
@@ -89,11 +95,12 @@ class Module:
         compile_options: CompileOptions | dict | None = None,
     ) -> None:
         start = time.perf_counter()
+        ctx.require_open()
         self.ctx = ctx
         self.pipeline_options = coerce_options(PipelineOptions, pipeline_options)
         self.module_options = coerce_options(ModuleOptions, module_options)
         text, self.name = resolve_source(source)
-        ptx, self.ptx_cache_hit = compile_ptx_cached(text, self.name, CompileOptions.coerce(compile_options), ctx.abi)
+        ptx, self.ptx_cache_hit = compile_ptx_cached(text, self.name, coerce_options(CompileOptions, compile_options), ctx.abi)
         self.nvrtc_seconds = time.perf_counter() - start
         cuda_version = driver_cuda_version()
         ptx, self.ptx_relabelled = fit_ptx_to_driver(ptx, cuda_version)
@@ -102,14 +109,14 @@ class Module:
         self.handle = self._create(ptx, cuda_version)
         self.optix_seconds = time.perf_counter() - optix_start
         self.compile_seconds = time.perf_counter() - start
+        ctx.track(self)
 
     def _create(self, ptx: str, cuda_version: int | None) -> int:
         api = self.ctx.api
         module_struct = self.module_options.to_struct()
         pipeline_struct = self.pipeline_options.to_struct()
         data = ptx.encode()
-        log = ctypes.create_string_buffer(_LOG_SIZE)
-        log_size = ctypes.c_size_t(_LOG_SIZE)
+        log, log_size = log_buffer()
         handle = ctypes.c_void_p()
         status = api.optixModuleCreate(
             self.ctx.handle, ctypes.byref(module_struct), ctypes.byref(pipeline_struct), data, len(data), log,
@@ -150,15 +157,23 @@ class Module:
 
 
 class ProgramGroup:
-    """A raygen, miss or hit group program group. Build with the class methods or the Context helpers."""
+    """A raygen, miss or hit group program group.
 
-    def __init__(self, ctx: Any, kind: t.ProgramGroupKind, desc: t.ProgramGroupDesc, modules: list[Module]) -> None:
+    Created with the class methods :meth:`raygen`, :meth:`miss` and
+    :meth:`hitgroup` (or ``Context.create_raygen`` and its siblings); it
+    registers itself with the context.
+    """
+
+    def __init__(self, ctx: DeviceContext, kind: t.ProgramGroupKind, desc: t.ProgramGroupDesc,
+                 modules: list[Module]) -> None:
+        ctx.require_open()
+        for module in modules:
+            ctx.require_own(module, "the module of a program group")
         self.ctx = ctx
         self.kind = kind
         self.modules = modules  # keep the modules alive while the group exists
         options = t.ProgramGroupOptions()
-        log = ctypes.create_string_buffer(_LOG_SIZE)
-        log_size = ctypes.c_size_t(_LOG_SIZE)
+        log, log_size = log_buffer()
         handle = ctypes.c_void_p()
         check(
             ctx.api.optixProgramGroupCreate(
@@ -169,9 +184,10 @@ class ProgramGroup:
             api=ctx.api,
         )
         self.handle = handle.value or 0
+        ctx.track(self)
 
     @classmethod
-    def raygen(cls, ctx: Any, module: Module, entry: str) -> ProgramGroup:
+    def raygen(cls, ctx: DeviceContext, module: Module, entry: str) -> ProgramGroup:
         desc = t.ProgramGroupDesc()
         desc.kind = t.ProgramGroupKind.RAYGEN
         desc.raygen.module = module.handle
@@ -179,7 +195,7 @@ class ProgramGroup:
         return cls(ctx, t.ProgramGroupKind.RAYGEN, desc, [module])
 
     @classmethod
-    def miss(cls, ctx: Any, module: Module | None, entry: str | None) -> ProgramGroup:
+    def miss(cls, ctx: DeviceContext, module: Module | None, entry: str | None) -> ProgramGroup:
         """A miss program group; ``module=None, entry=None`` makes a group that does nothing on a miss."""
         desc = t.ProgramGroupDesc()
         desc.kind = t.ProgramGroupKind.MISS
@@ -189,7 +205,7 @@ class ProgramGroup:
         return cls(ctx, t.ProgramGroupKind.MISS, desc, [module] if module else [])
 
     @classmethod
-    def hitgroup(cls, ctx: Any, module: Module, closesthit: str | None = None, anyhit: str | None = None) -> ProgramGroup:
+    def hitgroup(cls, ctx: DeviceContext, module: Module, closesthit: str | None = None, anyhit: str | None = None) -> ProgramGroup:
         desc = t.ProgramGroupDesc()
         desc.kind = t.ProgramGroupKind.HITGROUP
         if closesthit is not None:

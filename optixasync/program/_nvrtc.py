@@ -6,6 +6,11 @@ and slow (seconds for a path tracer), so :func:`compile_ptx` belongs in
 start-up or a background thread, never on a frame's submit path; the
 on-disk cache in :mod:`optixasync.program._cache` keeps it off later runs.
 
+Blocking calls
+--------------
+:func:`compile_ptx` runs the compiler on the CPU (seconds for the path
+tracer): set-up time. No CUDA call is made.
+
 PTX carries an ISA version (``.version X.Y``). A driver reads PTX up to the
 ISA of the CUDA version it implements and rejects newer text with
 ``CUDA_ERROR_UNSUPPORTED_PTX_VERSION``, even when the code uses nothing new.
@@ -15,18 +20,17 @@ A pip-installed NVRTC is easily newer than the driver, so
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import logging
 import os
 import re
-import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from .._config import kernels_dir
+from .._driver import driver_cuda_version
 from ..errors import NvrtcError
+from ..validation import coerce_options
 
 __all__ = [
     "CompileOptions",
@@ -80,28 +84,6 @@ class CompileOptions:
         object.__setattr__(self, "include_dirs", tuple(os.fspath(d) for d in self.include_dirs))
         object.__setattr__(self, "defines", _coerce_defines(self.defines))
         object.__setattr__(self, "extra", tuple(str(a) for a in self.extra))
-
-    @classmethod
-    def coerce(cls, obj: CompileOptions | Mapping[str, Any] | None) -> CompileOptions:
-        """Return ``obj`` as a :class:`CompileOptions`.
-
-        Parameters
-        ----------
-        obj : CompileOptions, dict or None
-            An instance (returned as is), a dict of field values (``defines``
-            may itself be a dict) or None (the defaults).
-        """
-        if obj is None:
-            return cls()
-        if isinstance(obj, cls):
-            return obj
-        if isinstance(obj, Mapping):
-            known = {f.name for f in fields(cls)}
-            unknown = set(obj) - known
-            if unknown:
-                raise TypeError(f"unknown compile option(s): {', '.join(sorted(unknown))}")
-            return cls(**obj)
-        raise TypeError(f"expected CompileOptions, dict or None, got {type(obj).__name__}")
 
     def to_nvrtc_args(self) -> list[str]:
         """The NVRTC command line of these options."""
@@ -204,7 +186,7 @@ def compile_ptx(source: str, name: str, options: CompileOptions | Mapping[str, A
     NvrtcError
         Compilation failed (``log`` holds NVRTC's output), or NVRTC is missing.
     """
-    opts = CompileOptions.coerce(options)
+    opts = coerce_options(CompileOptions, options)
     nvrtc_version()  # fail early, with the install hint, when NVRTC is missing
     nvrtc = _nvrtc_module()
     args = [a.encode() for a in opts.to_nvrtc_args()]
@@ -318,37 +300,6 @@ def max_ptx_isa_for_cuda(cuda_version: int) -> tuple[int, int]:
     if lower:
         return _PTX_ISA_TABLE[max(lower)]
     return _PTX_ISA_TABLE[min(_PTX_ISA_TABLE)]
-
-
-def _cuda_library_names() -> list[str]:
-    if sys.platform == "win32":
-        return ["nvcuda.dll"]
-    return ["libcuda.so.1", "libcuda.so"]
-
-
-@functools.lru_cache(maxsize=1)
-def driver_cuda_version() -> int | None:
-    """CUDA version of the installed driver (``cuDriverGetVersion``), or None without a driver.
-
-    Loads the driver library with ctypes; needs no GPU context and no CUDA
-    Python package. The answer is cached for the life of the process.
-    """
-    for lib_name in _cuda_library_names():
-        try:
-            lib = ctypes.CDLL(lib_name)
-        except OSError:
-            continue
-        try:
-            fn = lib.cuDriverGetVersion
-        except AttributeError:
-            return None
-        fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
-        fn.restype = ctypes.c_int
-        version = ctypes.c_int(0)
-        if fn(ctypes.byref(version)) != 0 or version.value <= 0:
-            return None
-        return int(version.value)
-    return None
 
 
 def retarget_ptx(ptx: str, isa: tuple[int, int]) -> str:

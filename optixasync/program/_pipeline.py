@@ -1,26 +1,30 @@
 """OptiX pipelines: link, size the stacks, launch.
 
-Blocking calls: ``optixPipelineCreate`` compiles on the CPU (set-up).
-``optixLaunch`` returns at once unless the context has validation mode on,
-in which case it waits for all outstanding work of the context.
+Blocking calls
+--------------
+* ``optixPipelineCreate`` compiles on the CPU (set-up).
+* ``optixLaunch`` returns at once unless the context has validation mode
+  on, in which case it waits for all outstanding work of the context.
 """
 
 from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._options import coerce_options
-from .._optix import check
+from .._optix import check, log_buffer
 from .._optix import types as t
-from ..cuda import device_pointer, stream_handle
+from ..cuda import device_pointer
+from ..validation import coerce_options
 from ._module import ProgramGroup
 from ._options import PipelineOptions
+from ._sbt import ShaderBindingTable
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
 
 __all__ = ["Pipeline", "compute_stack_sizes", "merge_stack_sizes"]
-
-_LOG_SIZE = 8192
 
 
 def merge_stack_sizes(sizes: Sequence[t.StackSizes]) -> t.StackSizes:
@@ -59,11 +63,12 @@ def compute_stack_sizes(
 class Pipeline:
     """A linked OptiX pipeline with its stack sizes set.
 
-    Created through :meth:`Context.create_pipeline`.
+    Created through :meth:`Context.create_pipeline` (or this constructor: both
+    register the pipeline with the context, which closes it).
 
     Parameters
     ----------
-    ctx : Context
+    ctx : DeviceContext
     program_groups : sequence of ProgramGroup
         Exactly one raygen group, any number of miss and hit groups.
     max_trace_depth : int
@@ -74,16 +79,19 @@ class Pipeline:
 
     def __init__(
         self,
-        ctx: Any,
+        ctx: DeviceContext,
         program_groups: Sequence[ProgramGroup],
         *,
         max_trace_depth: int = 1,
         pipeline_options: PipelineOptions | dict | None = None,
     ) -> None:
+        ctx.require_open()
         self.ctx = ctx
         groups = list(program_groups)
         if not groups or not all(isinstance(g, ProgramGroup) for g in groups):
             raise TypeError("program_groups must be a non-empty sequence of ProgramGroup")
+        for group in groups:
+            ctx.require_own(group, "a program group of the pipeline")
         if sum(g.kind == t.ProgramGroupKind.RAYGEN for g in groups) != 1:
             raise ValueError("a pipeline needs exactly one raygen program group")
         if not 1 <= int(max_trace_depth) <= 31:
@@ -104,8 +112,7 @@ class Pipeline:
         compile_struct = options.to_struct()
         link = t.PipelineLinkOptions(self.max_trace_depth)
         handles = (ctypes.c_void_p * len(groups))(*[g.handle for g in groups])
-        log = ctypes.create_string_buffer(_LOG_SIZE)
-        log_size = ctypes.c_size_t(_LOG_SIZE)
+        log, log_size = log_buffer()
         handle = ctypes.c_void_p()
         check(
             ctx.api.optixPipelineCreate(
@@ -127,16 +134,20 @@ class Pipeline:
             "optixPipelineSetStackSize",
             api=ctx.api,
         )
+        ctx.track(self)
 
     def launch(
-        self, sbt: Any, params: Any, width: int, height: int = 1, depth: int = 1, *, stream: Any = None,
-        params_size: int | None = None,
+        self, sbt: ShaderBindingTable, params: Any, width: int, height: int = 1, depth: int = 1, *,
+        stream: Any = None, params_size: int | None = None,
     ) -> None:
         """Enqueue ``optixLaunch`` on ``stream`` (default: the context's stream).
+
+        The launch waits (on the GPU) for the SBT's upload when it ran on another stream.
 
         Parameters
         ----------
         sbt : ShaderBindingTable
+            Created with this pipeline's context.
         params : cupy.ndarray, MemoryPointer or int
             Device memory holding the launch parameters. OptiX reads it when
             the launch starts executing, so it must not be overwritten by the
@@ -146,10 +157,9 @@ class Pipeline:
         params_size : int, optional
             Size of the parameter block (default: ``params.nbytes``).
         """
-        from ._sbt import ShaderBindingTable
-
         if not isinstance(sbt, ShaderBindingTable):
             raise TypeError(f"sbt must be a ShaderBindingTable, got {type(sbt).__name__}")
+        self.ctx.require_own(sbt, "the shader binding table")
         dims = (int(width), int(height), int(depth))
         if min(dims) < 1:
             raise ValueError(f"launch dimensions must be at least 1, got {dims}")
@@ -161,11 +171,10 @@ class Pipeline:
             params_size = int(params.nbytes)
         if self.handle == 0:
             raise RuntimeError("launch on a closed Pipeline")
-        stream = self.ctx.stream if stream is None else stream
-        sbt.make_ready_for(stream)
+        handle = sbt.ready.order(self.ctx.stream if stream is None else stream)
         check(
             self.ctx.api.optixLaunch(
-                self.handle, stream_handle(stream), device_pointer(params), params_size, ctypes.byref(sbt.struct), *dims
+                self.handle, handle, device_pointer(params), params_size, ctypes.byref(sbt.struct), *dims
             ),
             "optixLaunch",
             api=self.ctx.api,

@@ -2,20 +2,27 @@
 
 Each record is the program group's 32-byte header followed by the user's
 data, laid out as a numpy structured dtype (see :func:`record_dtype`).
-Nothing here blocks: the upload is an async copy on the given stream and a
-launch on another stream waits on an event, not the host.
+
+Blocking calls
+--------------
+None: the upload is an async copy from pinned staging on the given stream,
+and a launch on another stream waits for it on the GPU (its
+:class:`~optixasync.cuda.Readiness`), not on the host.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._optix import types as t
-from ..cuda import stream_handle
+from ..cuda import Readiness, as_cupy_stream
 from ._module import ProgramGroup
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
 
 __all__ = ["ShaderBindingTable", "record_dtype"]
 
@@ -60,7 +67,7 @@ class ShaderBindingTable:
 
     Parameters
     ----------
-    ctx : Context
+    ctx : DeviceContext
     raygen : ProgramGroup or (ProgramGroup, data)
     miss : sequence of ProgramGroup or (ProgramGroup, data)
         Miss records, indexed by the ``miss_index`` of a trace.
@@ -68,6 +75,14 @@ class ShaderBindingTable:
         Hit group records, indexed by SBT offset and stride.
     stream : stream, optional
         Stream of the upload (default: the context's stream).
+
+    Attributes
+    ----------
+    ready : Readiness
+        The upload's end; launches on other streams are ordered after it.
+    nbytes : int
+    host_bytes : numpy.ndarray
+        The bytes that were uploaded, for inspection and tests.
 
     Notes
     -----
@@ -78,21 +93,24 @@ class ShaderBindingTable:
 
     def __init__(
         self,
-        ctx: Any,
+        ctx: DeviceContext,
         raygen: Any,
         miss: Sequence[Any] = (),
         hitgroup: Sequence[Any] = (),
         *,
         stream: Any = None,
     ) -> None:
+        ctx.require_open()
         self.ctx = ctx
-        stream = ctx.stream if stream is None else stream
-        self._stream_handle = stream_handle(stream)
+        stream = ctx.stream if stream is None else as_cupy_stream(stream)
         sections = [
             ("raygen", [_split(raygen, t.ProgramGroupKind.RAYGEN, "raygen")]),
             ("miss", [_split(m, t.ProgramGroupKind.MISS, "miss") for m in miss]),
             ("hitgroup", [_split(h, t.ProgramGroupKind.HITGROUP, "hitgroup") for h in hitgroup]),
         ]
+        for role, records in sections:
+            for group, _ in records:
+                ctx.require_own(group, f"the {role} program group")
         layout = []
         total = 0
         for name, records in sections:
@@ -112,7 +130,8 @@ class ShaderBindingTable:
         self.host_bytes = host.copy()  # what was uploaded, for inspection and tests
         self.buffer = ctx.memory.alloc(total, stream)
         staging.copy_to_device_async(self.buffer, stream, total)
-        self._ready = ctx.deferred.after(stream, staging)
+        self.ready = Readiness()
+        self.ready.adopt(ctx.deferred.after(stream, staging), stream)
         self._groups = [g for _, records, _, _ in layout for g, _ in records]  # keep groups alive
 
         base = int(self.buffer.ptr)
@@ -129,16 +148,8 @@ class ShaderBindingTable:
                 s.hitgroupRecordStrideInBytes = stride
                 s.hitgroupRecordCount = len(records)
         self.struct = s
-        self._ready_streams = {self._stream_handle}
-
-    def make_ready_for(self, stream: Any) -> None:
-        """Make work later enqueued on ``stream`` wait for the upload (an event wait, not a host wait)."""
-        handle = stream_handle(stream)
-        if handle not in self._ready_streams:
-            import cupy
-
-            cupy.cuda.runtime.streamWaitEvent(handle, self._ready.ptr, 0)
-            self._ready_streams.add(handle)
+        ctx.track(self)
 
     def close(self) -> None:
+        """Release the device records (freed in stream order once the work queued so far has passed)."""
         self.buffer = None

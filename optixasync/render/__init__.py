@@ -3,29 +3,42 @@
 :class:`PathTracer` renders a :class:`~optixasync.scene.Scene` with
 ``kernels/pathtracer.cu``: progressively inside a
 :class:`~optixasync.FrameScheduler` (:meth:`PathTracer.record`) or offline
-(:meth:`PathTracer.render`). Importing this package loads no CUDA library.
+(:meth:`PathTracer.render`). Its parts: :class:`PathTracerProgram` (the
+compiled kernel), :class:`DeviceScene` (the scene on the device), and the
+host helpers for emitters, parameters, tonemapping and image files.
+Importing this package loads no CUDA library.
 """
 
 from __future__ import annotations
 
+from ._device_scene import DeviceScene, check_scene, host_emitter_table
 from ._emitters import EmitterTable, alias_probabilities, alias_table, build_emitter_table
 from ._layout import EMITTER_TRIANGLE, MESH_RECORD, PATH_PARAMS
 from ._options import RenderOptions
 from ._output import ImageWriter, write_image
+from ._params import fill_params, launch_plan, mesh_records
 from ._pathtracer import PathTracer
+from ._program import PathTracerProgram
 from ._tonemap import srgb_to_linear, tonemap_srgb
 
 __all__ = [
+    "DeviceScene",
     "EMITTER_TRIANGLE",
     "EmitterTable",
     "ImageWriter",
     "MESH_RECORD",
     "PATH_PARAMS",
     "PathTracer",
+    "PathTracerProgram",
     "RenderOptions",
     "alias_probabilities",
     "alias_table",
     "build_emitter_table",
+    "check_scene",
+    "fill_params",
+    "host_emitter_table",
+    "launch_plan",
+    "mesh_records",
     "srgb_to_linear",
     "tonemap_srgb",
     "write_image",

@@ -14,8 +14,8 @@ Every argument is checked, and a mesh file read, before the GPU is touched:
 bad input gives one line on stderr and exit status 2. This module imports
 nothing heavy at import time (no CuPy), so ``--help`` works anywhere.
 
-Calls that may block the host, and why
---------------------------------------
+Blocking calls
+--------------
 * Creating the :class:`~optixasync.Context` and the
   :class:`~optixasync.render.PathTracer`: set-up (driver, kernel compilation).
 * A still: ``PathTracer.render`` waits for the image it returns, and the
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCENE_NAMES", "RenderPlan", "add_arguments", "add_parser", "format_stats", "gpu_busy", "plan_from_args", "run",
+__all__ = ["SCENE_NAMES", "RenderPlan", "add_arguments", "add_parser", "format_stats", "plan_from_args", "run",
            "swing_camera"]
 
 #: Built-in scenes of ``--scene`` (anything else must be a mesh file).
@@ -130,8 +130,9 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
     ValueError
         With a one-line message naming the bad argument.
     """
-    from optixasync.render._output import check_image_path
-    from optixasync.scene._load import MESH_SUFFIXES, check_mesh_path
+    from optixasync.scene import MESH_SUFFIXES, check_mesh_path
+
+    from ._output import check_image_path
 
     def positive(name: str, value: int | None) -> None:
         if value is not None and value < 1:
@@ -199,12 +200,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_gpu(plan, options, scene, cloth)
     except KeyboardInterrupt:
         return _error("interrupted", 130)
-    except (OptixAsyncError, ImportError) as exc:
+    except (OptixAsyncError, ImportError) as exc:  # CUDA failures arrive as CudaError
         return _error(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", 1)
-    except Exception as exc:
-        if type(exc).__module__.startswith("cupy"):  # no device, out of memory, driver refusing
-            return _error(f"{type(exc).__name__}: {exc}", 1)
-        raise
 
 
 def _render_options(plan: RenderPlan) -> Any:
@@ -217,9 +214,7 @@ def _render_options(plan: RenderPlan) -> Any:
 
 def _build_scene(plan: RenderPlan) -> tuple[Any, Any]:
     """(scene, cloth animation or None), built on the CPU."""
-    from optixasync.scene import cornell_box
-    from optixasync.scene._cloth import ClothAnimation
-    from optixasync.scene._load import load_into_cornell_box
+    from optixasync.scene import ClothAnimation, cornell_box, load_into_cornell_box
 
     if plan.scene == "cloth":
         cloth = ClothAnimation(plan.cells)
@@ -231,9 +226,9 @@ def _build_scene(plan: RenderPlan) -> tuple[Any, Any]:
 
 
 def _run_gpu(plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:
-    import optixasync
+    from .._context import Context
 
-    with optixasync.Context() as ctx:
+    with Context() as ctx:
         if plan.mode == "still":
             return _render_still(ctx, plan, options, scene)
         return _render_frames(ctx, plan, options, scene, cloth)
@@ -246,11 +241,10 @@ def _progress_bar(total: int, unit: str, quiet: bool) -> Any:
 
 
 def _render_still(ctx: Any, plan: RenderPlan, options: Any, scene: Any) -> int:
-    import cupy
+    from optixasync.cuda import GpuSpan, create_stream, synchronize
 
-    from optixasync.cuda import create_stream, timing_event
-    from optixasync.render import PathTracer
-    from optixasync.render._output import write_image
+    from ._output import write_image
+    from ._pathtracer import PathTracer
 
     stream = create_stream()
     launches = 0
@@ -262,12 +256,10 @@ def _render_still(ctx: Any, plan: RenderPlan, options: Any, scene: Any) -> int:
 
         # GPU time of the whole render: events on its stream before the first launch and after the image
         # came back (the launches run back to back; the readback adds ~0.1 ms).
-        start, end = timing_event(), timing_event()
-        start.record(stream)
+        span = GpuSpan.begin(stream)
         linear = tracer.render(plan.spp, progress=progress)
-        end.record(stream)
-        end.synchronize()
-        gpu_ms = float(cupy.cuda.get_elapsed_time(start, end))
+        synchronize(span.stop(stream))
+        gpu_ms = float(span.ms)
         if launches == 1 and tracer.last_launch_ms is not None:
             gpu_ms = float(tracer.last_launch_ms)  # one launch: its own timing events, exactly
         image = linear if plan.out.suffix.lower() == ".exr" else tracer.tonemap(linear)
@@ -293,9 +285,10 @@ def swing_camera(camera: Any, angle_degrees: float) -> Any:
 
 def _render_frames(ctx: Any, plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:
     from optixasync.cuda import create_stream
-    from optixasync.render import PathTracer
-    from optixasync.render._output import ImageWriter, numbered_path
     from optixasync.scheduler import FrameScheduler
+
+    from ._output import ImageWriter, numbered_path
+    from ._pathtracer import PathTracer
 
     animation = plan.mode == "frames"
     # One stream for the tracer's set-up (builds, uploads) and the frames, so every frame is ordered after it.
@@ -323,7 +316,7 @@ def _render_frames(ctx: Any, plan: RenderPlan, options: Any, scene: Any, cloth: 
                     camera = None
                     if animation:
                         if cloth is not None:
-                            cloth.update(tracer, k * plan.dt, f.stream)
+                            cloth.update(tracer, k * plan.dt, f)  # the frame as the stream: timed with it
                         else:  # a still scene: swing the camera +-15 degrees over the animation
                             camera = swing_camera(scene.camera, 15.0 * math.sin(2 * math.pi * k / plan.count))
                         tracer.reset()  # each animation frame is its own image
@@ -339,7 +332,7 @@ def _render_frames(ctx: Any, plan: RenderPlan, options: Any, scene: Any, cloth: 
         print(f"wrote {written} frames {first} ... {last_file}: {plan.width}x{plan.height}, "
               f"{plan.spp_per_frame} spp/frame, max depth {plan.max_depth}")
     else:
-        from optixasync.render._output import write_image
+        from ._output import write_image
 
         if final is None:
             return _error("the last frame delivered no image", 1)
@@ -348,15 +341,6 @@ def _render_frames(ctx: Any, plan: RenderPlan, options: Any, scene: Any, cloth: 
               f"{plan.count * plan.spp_per_frame} spp, max depth {plan.max_depth}")
     print(format_stats(summary, plan.frames_in_flight))
     return 0
-
-
-def gpu_busy(summary: dict[str, Any]) -> float:
-    """Fraction of the measured wall time the GPU spent on frames (summed frame GPU time / wall time)."""
-    if "gpu_busy" in summary:
-        return float(summary["gpu_busy"])
-    wall = summary.get("wall_s", float("nan"))
-    gpu = summary["gpu_ms"]["mean"] * summary["gpu_ms"]["n"] / 1e3
-    return gpu / wall if wall and wall > 0 else float("nan")
 
 
 def format_stats(summary: dict[str, Any], frames_in_flight: int) -> str:
@@ -375,5 +359,5 @@ def format_stats(summary: dict[str, Any], frames_in_flight: int) -> str:
     return (f"scheduler N={frames_in_flight}: {summary.get('fps', float('nan')):.1f} fps over "
             f"{summary.get('frames', 0)} frames | frames in flight {mean('in_flight'):.2f} "
             f"(ahead {mean('ahead'):.2f}) | waits/frame {summary.get('waits_per_frame', float('nan')):.2f} | "
-            f"GPU busy {100 * gpu_busy(summary):.1f}%{utilization} | GPU {median('gpu_ms'):.2f} ms/frame | "
+            f"GPU busy {100 * float(summary.get('gpu_busy', float('nan'))):.1f}%{utilization} | GPU {median('gpu_ms'):.2f} ms/frame | "
             f"submit {median('submit_ms'):.3f} ms/frame | GPU gap {median('gap_us'):.1f} us")

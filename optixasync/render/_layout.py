@@ -1,4 +1,4 @@
-"""Device layouts shared with ``kernels/pathtracer.cu``: launch parameters, mesh records, emitter triangles.
+"""Device layouts shared with ``kernels/pathtracer/records.h``: launch parameters, mesh records, emitter triangles.
 
 Each dtype is built by :func:`optixasync.struct_dtype` from the fields of the
 matching CUDA struct, in order; the CPU tests compile the kernel with

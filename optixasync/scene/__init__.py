@@ -9,12 +9,21 @@ from __future__ import annotations
 from ._camera import DEFAULT_FOV, Camera
 from ._cloth import ClothAnimation, cloth_indices
 from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
-from ._load import cornell_room, fit_matrix, fit_to_box, load_into_cornell_box, load_mesh
+from ._load import (
+    MESH_SUFFIXES,
+    check_mesh_path,
+    cornell_room,
+    fit_matrix,
+    fit_to_box,
+    load_into_cornell_box,
+    load_mesh,
+)
 from ._material import Material
-from ._mesh import Mesh, as_affine, cube, rectangle, sphere
+from ._mesh import Mesh, cube, rectangle, sphere
 from ._scene import Scene
 
 __all__ = [
+    "MESH_SUFFIXES",
     "CORNELL_COLORS",
     "CORNELL_LIGHT_RADIANCE",
     "CORNELL_MAX_DEPTH",
@@ -25,7 +34,7 @@ __all__ = [
     "Material",
     "Mesh",
     "Scene",
-    "as_affine",
+    "check_mesh_path",
     "cloth_indices",
     "cornell_box",
     "cornell_room",

@@ -8,8 +8,8 @@ tracer's vertex buffer; the acceleration structure is then refitted on the
 same stream. The same formula is evaluated in numpy by
 :meth:`ClothAnimation.positions` (the initial mesh and the tests' reference).
 
-Calls that may block the host, and why
---------------------------------------
+Blocking calls
+--------------
 * The first :meth:`ClothAnimation.write` (or ``update``) compiles the kernel
   with NVRTC and loads it (set-up time, once per process); later calls only
   enqueue work.
@@ -18,6 +18,7 @@ Everything else enqueues asynchronous work on the given stream.
 
 from __future__ import annotations
 
+import functools
 import math
 from string import Template
 from typing import TYPE_CHECKING, Any
@@ -229,7 +230,7 @@ class ClothAnimation:
         """
         import cupy
 
-        from optixasync.cuda import stream_handle
+        from optixasync.cuda import as_cupy_stream
 
         if not isinstance(out, cupy.ndarray):
             raise TypeError(f"out must be a cupy.ndarray, got {type(out).__name__}")
@@ -238,8 +239,7 @@ class ClothAnimation:
                              f"for {self.cells} cells, got {out.dtype} {out.shape}")
         if not math.isfinite(t):
             raise ValueError(f"t must be finite, got {t}")
-        handle = stream_handle(stream)  # rejects the legacy default stream
-        launch_stream = stream if hasattr(stream, "ptr") else cupy.cuda.ExternalStream(handle)
+        launch_stream = as_cupy_stream(stream)  # rejects the legacy default stream
         n = self.num_vertices
         args = (out, np.int32(self.cells), np.float32(t), np.float32(self.width), np.float32(self.height),
                 np.float32(self.top), np.float32(self.depth), np.float32(self.amplitude), np.float32(self.pleat),
@@ -255,7 +255,7 @@ class ClothAnimation:
         """
         if self.mesh_index is None:
             raise RuntimeError("ClothAnimation.update needs the scene made by ClothAnimation.scene()")
-        self.write(tracer.vertices(self.mesh_index), t, stream)
+        self.write(tracer.vertices(self.mesh_index, stream), t, stream)  # ordered after the tracer's set-up
         tracer.refit(stream)
 
     def __repr__(self) -> str:
@@ -268,12 +268,8 @@ def _default_material() -> Material:
     return Material(reflectance=(0.8, 0.8, 0.8), two_sided=True)
 
 
-_kernel_cache: dict[str, Any] = {}
-
-
+@functools.lru_cache(maxsize=1)
 def _kernel() -> Any:
     import cupy
 
-    if "k" not in _kernel_cache:
-        _kernel_cache["k"] = cupy.RawKernel(CLOTH_SOURCE, "cloth_positions")
-    return _kernel_cache["k"]
+    return cupy.RawKernel(CLOTH_SOURCE, "cloth_positions")

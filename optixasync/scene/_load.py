@@ -6,6 +6,10 @@ OBJ with several objects) is flattened: each geometry instance becomes one
 :class:`Mesh` with its node's world transform applied to the vertices.
 
 Nothing here talks to CUDA; every array is a host numpy array.
+
+Blocking calls
+--------------
+None: file reading on the host.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import MissingExtraError
+from ..validation import as_affine
+
 if TYPE_CHECKING:
     from optixasync.scene import Material, Mesh, Scene
 
 __all__ = [
     "MESH_SUFFIXES",
-    "affine_matrix",
     "check_mesh_path",
     "cornell_room",
     "fit_matrix",
@@ -34,7 +40,6 @@ __all__ = [
 #: File suffixes :func:`load_mesh` reads (case-insensitive).
 MESH_SUFFIXES = (".obj", ".ply", ".glb", ".gltf", ".stl")
 
-_TRIMESH_HINT = 'loading mesh files needs the trimesh package: pip install "optixasync[mesh]"'
 
 
 def check_mesh_path(path: str | Path) -> Path:
@@ -56,38 +61,21 @@ def check_mesh_path(path: str | Path) -> Path:
     return path
 
 
-def affine_matrix(matrix: Any, name: str = "transform") -> np.ndarray:
-    """A 3x4 or 4x4 affine transform as a float64 4x4 matrix.
-
-    Raises
-    ------
-    ValueError
-        On another shape, non-finite entries, a 4x4 whose last row is not
-        ``(0, 0, 0, 1)``, or a singular linear part.
-    """
-    m = np.asarray(matrix, dtype=np.float64)
-    if m.shape not in ((3, 4), (4, 4)):
-        raise ValueError(f"{name} must be a 3x4 or 4x4 affine matrix, got shape {m.shape}")
-    if not np.isfinite(m).all():
-        raise ValueError(f"{name} has non-finite entries")
-    if m.shape == (4, 4) and not np.allclose(m[3], (0.0, 0.0, 0.0, 1.0)):
-        raise ValueError(f"{name} is not affine: its last row is {m[3].tolist()}, expected [0, 0, 0, 1]")
-    out = np.eye(4)
-    out[:3] = m[:3]
-    if abs(np.linalg.det(out[:3, :3])) < 1e-12:
-        raise ValueError(f"{name} is singular: it would flatten the mesh")
-    return out
-
-
 def _apply(matrix: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     return (vertices.astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]).astype(np.float32)
+
+
+def _homogeneous(matrix: np.ndarray) -> np.ndarray:
+    out = np.eye(4)
+    out[:3] = matrix[:3]
+    return out
 
 
 def _import_trimesh() -> Any:
     try:
         import trimesh
     except ImportError as exc:
-        raise ImportError(_TRIMESH_HINT) from exc
+        raise MissingExtraError("loading mesh files", "trimesh", "mesh") from exc
     return trimesh
 
 
@@ -125,13 +113,13 @@ def load_mesh(
         If the file is missing, of an unsupported format, unreadable, holds
         no triangles, or has non-finite vertices or out-of-range indices;
         if ``transform`` is not an invertible affine matrix.
-    ImportError
-        If trimesh is not installed (the message says what to install).
+    MissingExtraError
+        If trimesh is not installed (the message says what to install; an ``ImportError``).
     """
     from optixasync.scene import Material, Mesh
 
     path = check_mesh_path(path)
-    user = affine_matrix(transform) if transform is not None else None
+    user = _homogeneous(as_affine(transform, "transform")) if transform is not None else None
     material = Material() if material is None else material
     base = name if name is not None else path.stem
     trimesh = _import_trimesh()
@@ -141,35 +129,29 @@ def load_mesh(
     except Exception as exc:  # each format's parser raises its own exception types
         raise ValueError(f"cannot read mesh file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
 
-    parts: list[tuple[str, np.ndarray, np.ndarray]] = []
-    for node in loaded.graph.nodes_geometry:
+    def has_faces(node: str) -> bool:  # point clouds, paths and empty meshes carry no triangles
+        faces = getattr(loaded.geometry[loaded.graph[node][1]], "faces", None)
+        return faces is not None and len(faces) > 0
+
+    nodes = [node for node in loaded.graph.nodes_geometry if has_faces(node)]
+    if not nodes:
+        raise ValueError(f"mesh file {str(path)!r} contains no triangles")
+    meshes = []
+    for node in nodes:
         node_matrix, geometry_name = loaded.graph[node]
         geometry = loaded.geometry[geometry_name]
-        faces = getattr(geometry, "faces", None)
-        if faces is None or len(faces) == 0:
-            continue  # point clouds, paths and empty meshes carry no triangles
-        vertices = np.asarray(geometry.vertices, dtype=np.float64)
-        indices = np.asarray(faces)
-        where = f"{str(path)!r} (node {node!r})"
-        if indices.ndim != 2 or indices.shape[1] != 3:
-            raise ValueError(f"{where}: faces are not triangles (shape {indices.shape})")
-        if not np.isfinite(vertices).all():
-            bad = int((~np.isfinite(vertices).all(axis=1)).sum())
-            raise ValueError(f"{where}: {bad} vertices are not finite (NaN or infinity)")
-        if indices.min() < 0 or indices.max() >= len(vertices):
-            raise ValueError(f"{where}: triangle indices out of range for {len(vertices)} vertices")
         matrix = np.asarray(node_matrix, dtype=np.float64)
         if user is not None:
             matrix = user @ matrix
-        out = _apply(matrix, vertices)
-        if not np.isfinite(out).all():
-            raise ValueError(f"{where}: vertices are not finite after the transform (float32 overflow)")
-        parts.append((str(node), out, indices.astype(np.int32)))
-    if not parts:
-        raise ValueError(f"mesh file {str(path)!r} contains no triangles")
-    if len(parts) == 1:
-        return [Mesh(parts[0][1], parts[0][2], material=material, name=base)]
-    return [Mesh(v, i, material=material, name=f"{base}:{node}") for node, v, i in parts]
+        indices = np.asarray(geometry.faces)
+        try:
+            # Mesh checks shapes, finite vertices (after the transform: float32 overflow too) and index range.
+            meshes.append(Mesh(_apply(matrix, np.asarray(geometry.vertices, dtype=np.float64)),
+                               indices.astype(np.int32) if indices.ndim == 2 else indices, material=material,
+                               name=base if len(nodes) == 1 else f"{base}:{node}"))
+        except ValueError as exc:
+            raise ValueError(f"{str(path)!r} (node {node!r}): {exc}") from None
+    return meshes
 
 
 def _host_vertices(mesh: Mesh) -> np.ndarray:

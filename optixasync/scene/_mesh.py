@@ -18,34 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ..accel._inputs import check_indices, check_vertices, is_device_array
+from ..validation import as_affine, check_indices, check_vertices, is_device_array
 from ._material import Material
 
-__all__ = ["Mesh", "as_affine", "cube", "rectangle", "sphere"]
-
-
-def as_affine(matrix: Any, name: str = "matrix") -> np.ndarray:
-    """A 3x4 or 4x4 row-major affine transform as a float64 (3, 4) array.
-
-    Raises
-    ------
-    ValueError
-        On another shape, a non-finite entry, a 4x4 whose last row is not
-        ``0 0 0 1``, or a singular linear part (it would flatten the mesh).
-    """
-    m = np.asarray(matrix, dtype=np.float64)
-    if m.shape not in ((3, 4), (4, 4)):
-        raise ValueError(f"{name} must be a 3x4 or 4x4 affine transform, got shape {m.shape}")
-    if not np.isfinite(m).all():
-        raise ValueError(f"{name} contains NaN or Inf")
-    if m.shape == (4, 4):
-        if not np.allclose(m[3], (0.0, 0.0, 0.0, 1.0), rtol=0.0, atol=1e-12):
-            raise ValueError(f"{name}: the last row of a 4x4 affine transform must be 0 0 0 1, got {m[3].tolist()}")
-        m = m[:3]
-    scale = max(float(np.abs(m[:, :3]).max()), 1e-300)
-    if abs(np.linalg.det(m[:, :3])) <= 1e-12 * scale**3:
-        raise ValueError(f"{name} is singular (its 3x3 part has determinant ~0): it would flatten the mesh")
-    return np.ascontiguousarray(m)
+__all__ = ["Mesh", "cube", "rectangle", "sphere"]
 
 
 @dataclass(eq=False)
@@ -132,7 +108,7 @@ class Mesh:
         of every triangle, so the front side stays the transformed front side.
         """
         vertices, indices = self._host("transformed()")
-        m = as_affine(matrix)
+        m = as_affine(matrix, "matrix")
         moved = vertices.astype(np.float64) @ m[:, :3].T + m[:, 3]
         new_indices = np.array(indices, copy=True)
         if np.linalg.det(m[:, :3]) < 0:

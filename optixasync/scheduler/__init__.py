@@ -1,14 +1,13 @@
-"""The asynchronous frame pipeline: slots, fences, handles and measurements."""
+"""The asynchronous frame pipeline: slots, fences, handles, zero-copy results and bounded statistics."""
 
+from __future__ import annotations
+
+from ..errors import FrameAbortedError, ResultsOverflowError
+from ._frame import Frame
+from ._options import SchedulerOptions
+from ._results import FrameHandle, FrameResult
 from ._ring import FrameRing
-from ._scheduler import (
-    Frame,
-    FrameAbortedError,
-    FrameHandle,
-    FrameResult,
-    FrameScheduler,
-    SchedulerOptions,
-)
+from ._scheduler import FrameScheduler
 from ._stats import FrameStats, SchedulerStats
 
 __all__ = [
@@ -19,6 +18,7 @@ __all__ = [
     "FrameRing",
     "FrameScheduler",
     "FrameStats",
+    "ResultsOverflowError",
     "SchedulerOptions",
     "SchedulerStats",
 ]

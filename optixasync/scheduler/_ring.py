@@ -3,12 +3,19 @@
 Pure logic over "fence" objects that have a non-blocking ``done`` property
 and a blocking ``synchronize()``, so it is tested on the CPU with fake
 fences and used on the GPU with CUDA events.
+
+Blocking calls
+--------------
+:meth:`FrameRing.pop_through` waits on the fences of the frames it pops
+(for ``result()``, ``drain()`` and ``close()``).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from typing import Generic, Protocol, TypeVar
+
+from ..cuda import synchronize
 
 __all__ = ["Fence", "FrameRing", "InFlight"]
 
@@ -119,7 +126,7 @@ class FrameRing(Generic[T]):
         done = []
         while self._in_flight and self._in_flight[0].index <= index:
             entry = self._in_flight[0]
-            entry.fence.synchronize()
+            synchronize(entry.fence, f"waiting for frame {entry.index}")
             self._in_flight.popleft()
             entry.retired = True
             done.append(entry)

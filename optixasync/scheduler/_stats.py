@@ -1,14 +1,31 @@
-"""Per-frame measurements of the frame scheduler and their summary."""
+"""Per-frame measurements of the frame scheduler, kept in bounded memory, and their summary.
+
+The newest ``window`` frames keep their :class:`FrameStats` (for medians,
+percentiles, timelines and traces); every frame also feeds running totals
+(count, sum, min, max per measurement) that cover the whole run in constant
+memory. A render loop at thousands of frames per second for hours holds the
+same memory after an hour as after a minute.
+
+Blocking calls
+--------------
+None: host-side bookkeeping.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import math
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FrameStats", "SchedulerStats"]
+__all__ = ["FrameStats", "RunningStat", "SchedulerStats", "MEASUREMENTS"]
+
+#: The per-frame measurements summarised by :meth:`SchedulerStats.summary`.
+MEASUREMENTS = ("submit_ms", "launch_ms", "fence_wait_ms", "retire_ms", "gpu_ms", "gap_us", "in_flight", "ahead")
 
 
 @dataclass
@@ -23,9 +40,12 @@ class FrameStats:
         Host time spent inside the scheduler's calls recording the frame
         (parameter copy, launches, uploads, readbacks, fence record).
     launch_ms : float
-        Host time spent inside ``optixLaunch`` / ``optixAccelBuild`` calls (part of ``submit_ms``).
+        Host time spent inside ``optixLaunch`` calls (part of ``submit_ms``).
     fence_wait_ms : float
         Host time blocked in ``begin_frame`` on the fence of the frame that last used the slot.
+    retire_ms : float
+        Host time the scheduler spent retiring the frame once its fence had
+        passed (timing readout, result, delivery), callbacks excluded.
     waited : bool
         Whether ``begin_frame`` had to wait at all.
     in_flight : int
@@ -55,6 +75,7 @@ class FrameStats:
     submit_ms: float = 0.0
     launch_ms: float = 0.0
     fence_wait_ms: float = 0.0
+    retire_ms: float = 0.0
     waited: bool = False
     in_flight: int = 0
     ahead: int = 0
@@ -68,7 +89,34 @@ class FrameStats:
     gpu_end_ms: float = float("nan")
 
 
-def _summary(values: list[float]) -> dict[str, float]:
+class RunningStat:
+    """Count, sum, min and max of a stream of numbers (NaN skipped), in constant memory."""
+
+    __slots__ = ("count", "total", "low", "high")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.low = math.inf
+        self.high = -math.inf
+
+    def add(self, value: float) -> None:
+        if value != value:  # NaN: no measurement
+            return
+        self.count += 1
+        self.total += value
+        if value < self.low:
+            self.low = value
+        if value > self.high:
+            self.high = value
+
+    def as_dict(self) -> dict[str, float]:
+        if self.count == 0:
+            return {"n": 0, "mean": float("nan"), "min": float("nan"), "max": float("nan"), "sum": 0.0}
+        return {"n": self.count, "mean": self.total / self.count, "min": self.low, "max": self.high, "sum": self.total}
+
+
+def _summary(values: Iterable[float]) -> dict[str, float]:
     data = np.asarray([v for v in values if v == v], dtype=np.float64)  # drop NaN
     if data.size == 0:
         return {"median": float("nan"), "p95": float("nan"), "mean": float("nan"), "n": 0}
@@ -89,33 +137,75 @@ def _gpu_span_ms(frames: list[FrameStats]) -> float:
     return max(ends) - min(starts)
 
 
-@dataclass
 class SchedulerStats:
-    """All completed frames' :class:`FrameStats`, with summaries.
+    """The newest frames' :class:`FrameStats` and running totals over every frame.
+
+    Parameters
+    ----------
+    window : int
+        How many of the newest frames keep their :class:`FrameStats`.
 
     Attributes
     ----------
-    frames : list of FrameStats
+    frames_total : int
+        Frames retired since the scheduler was created (the window holds the newest ones).
+    waits_total : int
+        Of those, how many waited on their slot's fence.
+    dropped_results : int
+        Results dropped from the ``poll()`` queue by the ``drop_oldest`` policy.
+    totals : dict of str to RunningStat
+        Whole-run count/sum/min/max of each measurement in :data:`MEASUREMENTS`.
     gpu_origin_host : float
         ``time.perf_counter()`` just after the scheduler recorded its origin
         event on its (then idle) stream: the host time of GPU time 0 of
         ``FrameStats.gpu_start_ms``/``gpu_end_ms``, to a launch latency. NaN without timing.
     """
 
-    frames: list[FrameStats] = field(default_factory=list)
-    gpu_origin_host: float = float("nan")
+    def __init__(self, window: int = 4096) -> None:
+        if window < 1:
+            raise ValueError(f"window must be at least 1, got {window}")
+        self.window = int(window)
+        self._frames: deque[FrameStats] = deque(maxlen=self.window)
+        self.frames_total = 0
+        self.waits_total = 0
+        self.dropped_results = 0
+        self.totals: dict[str, RunningStat] = {name: RunningStat() for name in MEASUREMENTS}
+        self.gpu_origin_host = float("nan")
+
+    def add(self, stats: FrameStats) -> None:
+        """Record one retired frame (the oldest of the window falls out when it is full)."""
+        self._frames.append(stats)
+        self.frames_total += 1
+        self.waits_total += bool(stats.waited)
+        for name, running in self.totals.items():
+            running.add(float(getattr(stats, name)))
+
+    @property
+    def frames(self) -> list[FrameStats]:
+        """The kept frames, oldest first (a new list: the window of the newest ``window`` frames)."""
+        return list(self._frames)
+
+    def covers(self) -> dict[str, int]:
+        """Which frames the window holds: ``first`` and ``last`` index, ``kept``, ``frames_total``."""
+        if not self._frames:
+            return {"first": -1, "last": -1, "kept": 0, "frames_total": self.frames_total}
+        return {"first": self._frames[0].index, "last": self._frames[-1].index, "kept": len(self._frames),
+                "frames_total": self.frames_total}
 
     def summary(self, skip: int = 0, count: int | None = None) -> dict[str, Any]:
-        """Median, p95 and mean of each measurement over the frames after the first ``skip`` (``count`` of them).
+        """Median, p95 and mean of each measurement over the kept frames after the first ``skip`` (``count`` of them).
 
         Also ``fps``, ``wall_s``, ``gpu_busy`` (summed frame GPU time over the
-        host wall time) and, with GPU timestamps, ``gpu_utilization`` (summed
-        frame GPU time over the GPU span of the frames, on the GPU clock).
+        host wall time), with GPU timestamps ``gpu_utilization`` (summed frame
+        GPU time over the GPU span of the frames, on the GPU clock), ``covers``
+        (which frames the numbers come from), ``dropped_results`` and
+        ``whole_run`` (count/mean/min/max of each measurement over every frame).
         """
-        frames = self.frames[skip:] if count is None else self.frames[skip : skip + count]
+        kept = list(self._frames)
+        frames = kept[skip:] if count is None else kept[skip : skip + count]
         out: dict[str, Any] = {"frames": len(frames)}
-        for name in ("submit_ms", "launch_ms", "fence_wait_ms", "gpu_ms", "gap_us", "in_flight", "ahead"):
-            out[name] = _summary([float(getattr(f, name)) for f in frames])
+        for name in MEASUREMENTS:
+            out[name] = _summary(float(getattr(f, name)) for f in frames)
         out["waits_per_frame"] = float(np.mean([f.waited for f in frames])) if frames else float("nan")
         if len(frames) >= 2:
             wall = frames[-1].host_done - frames[0].host_begin
@@ -128,11 +218,17 @@ class SchedulerStats:
                 # On the GPU's own clock: the part of the span from the first frame's GPU start to the last
                 # frame's GPU end that the GPU spent on frames (1.0: no idle gap between frames).
                 out["gpu_utilization"] = min(1.0, gpu * 1e3 / span)
+        out["covers"] = {"first": frames[0].index if frames else -1, "last": frames[-1].index if frames else -1,
+                         "frames_total": self.frames_total}
+        out["dropped_results"] = self.dropped_results
+        out["whole_run"] = {name: running.as_dict() for name, running in self.totals.items()}
+        out["whole_run"]["waits"] = self.waits_total
         return out
 
     def to_json(self, path: str | None = None, skip: int = 0) -> str:
-        """JSON with the summary and every frame; written to ``path`` when given."""
-        text = json.dumps({"summary": self.summary(skip), "frames": [asdict(f) for f in self.frames]}, indent=1)
+        """JSON with the summary, which frames it covers, and every kept frame; written to ``path`` when given."""
+        text = json.dumps({"summary": self.summary(skip), "covers": self.covers(),
+                           "frames": [asdict(f) for f in self._frames]}, indent=1)
         if path is not None:
             with open(path, "w") as f:
                 f.write(text)

@@ -14,14 +14,25 @@ import sys
 
 import pytest
 
-from optixasync._optix import _api, _loader
-from optixasync._optix._api import OptixApi, check, result_name
-from optixasync._optix._loader import (
-    ABI_OPTIX_VERSIONS,
-    ABI_TABLE_SIZES,
+# These are the tests of the OptiX binding layer itself: its package interface (``optixasync._optix``) where it
+# has one, and its loader and prototype tables (pure logic, no public door) below that.
+from optixasync._optix import (
     ABI_TABLES,
     DEFAULT_ABI,
     LIBRARY_ENV,
+    LOG_SIZE,
+    OptixApi,
+    _api,
+    _loader,
+    check,
+    get_api,
+    log_buffer,
+    result_name,
+)
+from optixasync._optix._loader import (
+    ABI_OPTIX_VERSIONS,
+    ABI_TABLE_SIZES,
+    check_abi,
     library_names,
     load_library,
     probe_abi,
@@ -103,6 +114,49 @@ def test_load_library_missing_names_path_and_variable(monkeypatch, tmp_path):
     assert path in message
     assert LIBRARY_ENV in message
     assert isinstance(info.value, OptixAsyncError)
+    # One line, saying what to do, and the loader's own text once (no doubled "Tried: x: x:").
+    assert "\n" not in message
+    assert "NVIDIA_DRIVER_CAPABILITIES" in message
+    assert message.count(path) == 1
+    assert "Tried:" not in message
+
+
+# --- supported ABIs -------------------------------------------------------------------------------------------------
+
+
+def test_check_abi_accepts_the_abis_with_a_name_table():
+    for abi in ABI_TABLES:
+        assert check_abi(abi) == abi
+    assert check_abi(DEFAULT_ABI) == 87
+
+
+@pytest.mark.parametrize("abi", [93, 105, 118, 0, -1, "87", 87.0, True])
+def test_check_abi_rejects_the_others_naming_the_supported_ones(abi):
+    with pytest.raises(ValueError) as info:
+        check_abi(abi)
+    message = str(info.value)
+    assert repr(abi) in message
+    assert "supported: 87 (OptiX 8.0)" in message
+
+
+@pytest.mark.parametrize("abi", [93, 105, 118])
+def test_an_unsupported_abi_fails_before_the_library_is_loaded(monkeypatch, tmp_path, abi):
+    # The library path does not exist: a ValueError (not DriverNotFoundError) shows the ABI is checked first.
+    monkeypatch.setenv(LIBRARY_ENV, str(tmp_path / "does-not-exist" / "libnvoptix.so.1"))
+    with pytest.raises(ValueError, match="supported: 87 \\(OptiX 8.0\\)"):
+        get_api(abi)
+    with pytest.raises(ValueError, match="supported: 87 \\(OptiX 8.0\\)"):
+        OptixApi(abi)
+
+
+def test_log_buffer():
+    buffer, size = log_buffer()
+    assert LOG_SIZE == 8192
+    assert len(buffer) == LOG_SIZE
+    assert size.value == LOG_SIZE
+    assert buffer.value == b""
+    other, _ = log_buffer()
+    assert ctypes.addressof(other) != ctypes.addressof(buffer)  # a fresh buffer per call
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses the Linux libm")

@@ -11,7 +11,9 @@ import enum
 
 import pytest
 
-from optixasync._optix import _types as t
+# The binding's ctypes declarations have no public door beyond the few flag enums re-exported by optixasync;
+# ``optixasync._optix.types`` is the binding layer's own name for the module.
+from optixasync._optix import types as t
 
 # name -> (sizeof, alignment, {field: offset}). Every declared field is listed.
 STRUCT_LAYOUTS: dict[str, tuple[int, int, dict[str, int]]] = {

@@ -15,6 +15,7 @@ import pytest
 from reference import ambiguous_rays, cast_reference, transform_points
 
 from optixasync.accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, RayCaster, TriangleInput
+from optixasync.cuda import spin_gpu
 
 pytestmark = pytest.mark.gpu
 
@@ -226,8 +227,6 @@ def test_compaction_never_changes_a_hit(ctx, caster):
 
 
 def test_compaction_does_not_wait_for_the_size(ctx, caster):
-    from optixasync._animate import spin_gpu
-
     rng = np.random.default_rng(22)
     vertices, indices = random_mesh(rng, 500)
     origins, directions = random_rays(rng, triangles_of(vertices, indices), 1024)
@@ -535,12 +534,21 @@ def test_context_still_traces_after_the_errors(ctx, caster):
 def test_bad_instances(ctx):
     rng = np.random.default_rng(58)
     gas, _, _ = small_gas(ctx, rng)
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(ValueError, match="3x4 or 4x4 affine transform, got shape"):
         Instance(gas, transform=np.eye(3, dtype=np.float32))
     transform = np.eye(3, 4, dtype=np.float32)
     transform[1, 3] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="NaN or Inf"):
         Instance(gas, transform=transform)
+    # the one rule for every transform: a 4x4's last row is 0 0 0 1, and the linear part is invertible
+    projective = np.eye(4, dtype=np.float32)
+    projective[3, 2] = 0.5
+    with pytest.raises(ValueError, match="last row"):
+        Instance(gas, transform=projective)
+    with pytest.raises(ValueError, match="singular"):
+        Instance(gas, transform=np.diag([1.0, 1.0, 0.0, 1.0])[:3])
+    assert Instance(gas, transform=np.eye(4)).transform.shape == (3, 4)
+    assert Instance(gas, transform=np.eye(4)).transform.dtype == np.float32
     with pytest.raises(ValueError, match="visibility_mask"):
         Instance(gas, visibility_mask=0x100)
     with pytest.raises(TypeError):

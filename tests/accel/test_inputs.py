@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optixasync.accel import TriangleInput, check_indices, check_vertices
-from optixasync.accel._inputs import is_device_array
+from optixasync.accel import TriangleInput
+from optixasync.validation import check_indices, check_vertices, describe_array, is_device_array
 
 
 def quad() -> tuple[np.ndarray, np.ndarray]:
@@ -216,6 +216,16 @@ def test_num_sbt_records_at_least_one():
 def test_fake_device_array_is_recognised():
     assert is_device_array(FakeDeviceArray((3, 3), "<f4"))
     assert not is_device_array(np.zeros((3, 3), np.float32))
+
+
+def test_describe_array_reads_no_data():
+    info = describe_array(FakeDeviceArray((6, 3), "<f4", strides=(24, 4)), "positions")
+    assert info == ((6, 3), np.dtype(np.float32), False, True)
+    assert (info.shape, info.dtype, info.contiguous, info.on_device) == ((6, 3), np.float32, False, True)
+    host = describe_array(np.zeros((4, 3), np.float32)[::2])
+    assert (host.shape, host.contiguous, host.on_device) == ((2, 3), False, False)
+    with pytest.raises(TypeError, match="positions must be a numpy array or a device array, got list"):
+        describe_array([[0.0, 0.0, 0.0]], "positions")
 
 
 def test_device_vertices_pass_without_a_read():

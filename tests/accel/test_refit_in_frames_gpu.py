@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optixasync._animate import grid_mesh, spin_gpu
-from optixasync._hello import HELLO_PARAMS, HelloRenderer
 from optixasync.accel import AccelOptions, GeometryAccel, TriangleInput
+from optixasync.cuda import spin_gpu
 from optixasync.scheduler import FrameScheduler
+from optixasync.testing import HELLO_PARAMS, HelloRenderer, grid_mesh
 
 pytestmark = pytest.mark.gpu
 

@@ -7,6 +7,8 @@ import weakref
 
 import pytest
 
+# The public DeviceMemory needs CuPy's runtime and a device; the stream-ordered allocation it hands out is reached
+# with a fake runtime only through its private class (pure lifetime logic: free on the stream, keep the stream).
 from optixasync.cuda import _memory
 
 
@@ -41,15 +43,16 @@ def test_free_goes_to_the_allocating_stream_and_releases_it():
     alive = weakref.ref(stream)
     first = _memory._StreamOrderedAllocation(runtime, 256, stream)
     second = _memory._StreamOrderedAllocation(runtime, 512, stream)
-    assert _memory._streams_in_use[0x77][1] == 2
     del stream
     assert alive() is not None  # held for the two live allocations
     ptr = first.ptr
     del first
     assert runtime.calls[-1] == ("free", ptr, 0x77)
-    assert alive() is not None
+    assert alive() is not None  # still held: one allocation (the second) is live
+    ptr = second.ptr
     del second
-    assert 0x77 not in _memory._streams_in_use
+    # the last allocation freed on the stream, then the stream released (and destroyed) with nothing holding it
+    assert runtime.calls[-2:] == [("free", ptr, 0x77), ("destroy stream", 0, 0x77)]
     assert alive() is None
 
 
@@ -61,13 +64,14 @@ def test_stream_outlives_an_allocation_in_the_same_garbage_cycle():
 
     holder = Holder()
     holder.stream = FakeStream(0x99, runtime.calls)
+    alive = weakref.ref(holder.stream)
     holder.memory = _memory._StreamOrderedAllocation(runtime, 64, holder.stream)
     holder.me = holder  # a cycle holding both the stream and the allocation
     ptr = holder.memory.ptr
     del holder
     gc.collect()
     gc.collect()
-    assert 0x99 not in _memory._streams_in_use
+    assert alive() is None  # nothing holds the stream once its allocation is freed
     # freed on its stream, and only then was the stream destroyed
     assert runtime.calls[1:] == [("free", ptr, 0x99), ("destroy stream", 0, 0x99)]
 
@@ -79,12 +83,16 @@ def test_a_failed_allocation_frees_nothing_and_holds_no_stream():
             raise MemoryError("out of memory")
 
     runtime = OutOfMemory()
+    stream = FakeStream(0x55, runtime.calls)
+    alive = weakref.ref(stream)
     try:
-        _memory._StreamOrderedAllocation(runtime, 1 << 40, FakeStream(0x55, runtime.calls))
+        _memory._StreamOrderedAllocation(runtime, 1 << 40, stream)
     except MemoryError:
         pass
     else:
         raise AssertionError("the allocation should have failed")
+    del stream
     gc.collect()
-    assert 0x55 not in _memory._streams_in_use
+    assert alive() is None  # the failed allocation holds no stream
+    assert runtime.calls == [("destroy stream", 0, 0x55)]
     assert [c for c in runtime.calls if c[0] == "free"] == []

@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optixasync._animate import grid_mesh
-from optixasync._busy import BUSY_PARAMS, BusyWorkload
 from optixasync.accel import GeometryAccel, TriangleInput
 from optixasync.cuda import create_stream
 from optixasync.diagnostics import blocks
+from optixasync.testing import BUSY_PARAMS, BusyWorkload, grid_mesh
 
 pytestmark = pytest.mark.gpu
 

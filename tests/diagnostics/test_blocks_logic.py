@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from optixasync.diagnostics import BlockResult, blocks
+
+# The decision rule is pure logic; its only public door, blocks(), needs a GPU to measure anything.
 from optixasync.diagnostics._blocks import decide_blocked
 
 

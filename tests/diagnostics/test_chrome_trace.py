@@ -8,7 +8,6 @@ import math
 import pytest
 
 from optixasync.diagnostics import SyncRecord, SyncReport, chrome_trace, export_chrome_trace
-from optixasync.diagnostics._trace import gpu_clock_offset
 from optixasync.scheduler import FrameStats, SchedulerStats
 
 ORIGIN = 100.0  # perf_counter seconds when the origin event was recorded
@@ -16,11 +15,12 @@ ORIGIN = 100.0  # perf_counter seconds when the origin event was recorded
 
 def make_stats(n: int = 6, period_ms: float = 2.5, gpu_ms: float = 2.0, host_ms: float = 0.4) -> SchedulerStats:
     """A GPU-bound run: frame k records on the host at k*period, runs on the GPU 1 ms later."""
-    stats = SchedulerStats(gpu_origin_host=ORIGIN)
+    stats = SchedulerStats()
+    stats.gpu_origin_host = ORIGIN
     for k in range(n):
         begin = ORIGIN + 0.001 + k * period_ms / 1e3
         gpu_start = 1.0 + 1.2 + k * period_ms  # ms after the origin: 1.2 ms after the host began
-        stats.frames.append(FrameStats(
+        stats.add(FrameStats(
             index=k, submit_ms=host_ms, launch_ms=0.05, fence_wait_ms=0.3 if k >= 2 else 0.0, waited=k >= 2,
             in_flight=2, ahead=1, gpu_ms=gpu_ms, gap_us=float("nan") if k == 0 else (period_ms - gpu_ms) * 1e3,
             host_begin=begin, host_submit=begin + host_ms / 1e3, host_done=ORIGIN + (gpu_start + gpu_ms + 0.05) / 1e3,
@@ -73,6 +73,9 @@ def test_skip_and_report_lane(tmp_path):
                                                      ("cuEventSynchronize (slot fence)", "designed")]
     assert lane[0]["dur"] == pytest.approx(1500.0) and lane[0]["args"]["where"] == "/app.py:9 in main"
     assert loaded["otherData"]["frames"] == 4
+    # which frames the trace covers
+    assert (loaded["otherData"]["first_frame"], loaded["otherData"]["last_frame"]) == (2, 5)
+    assert loaded["otherData"]["frames_total"] == 6
 
 
 def test_accepts_a_scheduler_like_object_and_a_list():
@@ -90,23 +93,33 @@ def test_accepts_a_scheduler_like_object_and_a_list():
         chrome_trace(42)
 
 
+def gpu_clock_offset(source) -> float | None:
+    """Where the trace placed GPU time 0 on the host clock (None: no GPU timestamps)."""
+    return chrome_trace(source)["otherData"]["gpu_clock_offset_s"]
+
+
 def test_gpu_clock_offset_bounds():
     stats = make_stats()
-    assert gpu_clock_offset(stats.frames, ORIGIN) == pytest.approx(ORIGIN)
+    assert gpu_clock_offset(stats) == pytest.approx(ORIGIN)
     # If the origin ran late (a busy stream), no frame's GPU work may start before the host began recording it.
     late = make_stats()
-    for f in late.frames:
+    for f in late.frames:  # the stats' own FrameStats objects
         f.gpu_start_ms -= 5.0
         f.gpu_end_ms -= 5.0
-    offset = gpu_clock_offset(late.frames, ORIGIN)
+    offset = gpu_clock_offset(late)
     assert offset == pytest.approx(max(f.host_begin - f.gpu_start_ms / 1e3 for f in late.frames))
     assert all(offset + f.gpu_start_ms / 1e3 >= f.host_begin - 1e-12 for f in late.frames)
-    assert math.isnan(gpu_clock_offset([FrameStats(index=0)], float("nan")))
+    # on the trace: every GPU frame starts no earlier than the host began recording it
+    trace = chrome_trace(late)
+    host, gpu = events(trace, pid=1, tid=1, ph="X"), events(trace, pid=2, tid=1, ph="X")
+    assert all(g["ts"] >= h["ts"] - 1e-3 for h, g in zip(host, gpu, strict=True))
+    assert gpu_clock_offset([FrameStats(index=0)]) is None  # NaN: no origin, no GPU timestamps
 
 
 def test_frames_without_timing_have_no_gpu_lane():
     stats = SchedulerStats()
-    stats.frames = [FrameStats(index=k, host_begin=k * 0.01, host_submit=k * 0.01 + 0.001) for k in range(3)]
+    for k in range(3):
+        stats.add(FrameStats(index=k, host_begin=k * 0.01, host_submit=k * 0.01 + 0.001))
     trace = chrome_trace(stats)
     assert events(trace, pid=2, ph="X") == []
     assert len(events(trace, pid=1, tid=1, ph="X")) == 3
@@ -119,7 +132,8 @@ def test_gpu_utilization_from_gpu_timestamps():
     assert summary["gpu_utilization"] == pytest.approx(12.0 / 14.5)
     assert "gpu_busy" in summary  # the host-wall measure is still there
     no_timestamps = SchedulerStats()
-    no_timestamps.frames = [FrameStats(index=k, gpu_ms=1.0, host_begin=k, host_done=k + 0.5) for k in range(3)]
+    for k in range(3):
+        no_timestamps.add(FrameStats(index=k, gpu_ms=1.0, host_begin=k, host_done=k + 0.5))
     assert "gpu_utilization" not in no_timestamps.summary()
 
 
@@ -127,4 +141,6 @@ def test_new_frame_fields_default_to_nan():
     f = FrameStats(index=0)
     assert math.isnan(f.gpu_start_ms) and math.isnan(f.gpu_end_ms) and math.isnan(f.host_wait_start)
     assert math.isnan(SchedulerStats().gpu_origin_host)
-    assert "gpu_start_ms" in json.loads(SchedulerStats(frames=[f]).to_json())["frames"][0]
+    one = SchedulerStats()
+    one.add(f)
+    assert "gpu_start_ms" in json.loads(one.to_json())["frames"][0]

@@ -14,6 +14,9 @@ import _syncwatch_fakelib as fakelib
 import pytest
 
 from optixasync import cli
+
+# Private on purpose: CUPTI is swapped for the stand-in through the watch's loader, and the command line's target
+# parsing (script, -m module, argv) is pure logic whose parts no public call returns.
 from optixasync.diagnostics import _syncwatch as sw
 from optixasync.diagnostics._cli import Target, TargetError, parse_target
 

@@ -10,11 +10,10 @@ import statistics
 import numpy as np
 import pytest
 
-from optixasync._animate import spin_gpu
-from optixasync._busy import BUSY_PARAMS, BusyWorkload, expected_busy_output
-from optixasync.cuda import create_stream
+from optixasync.cuda import create_stream, spin_gpu
 from optixasync.diagnostics import SyncDetected, syncwatch
 from optixasync.scheduler import FrameScheduler
+from optixasync.testing import BUSY_PARAMS, BusyWorkload, expected_busy_output
 
 pytestmark = pytest.mark.gpu
 

@@ -12,9 +12,15 @@ import threading
 import _syncwatch_fakelib as fakelib
 import pytest
 
+# Private on purpose. The watch's parts (the collector of raw calls, the report builder, the stack filter and its
+# designed-wait rule) are pure logic with no public door; CUPTI is swapped for the stand-in through the module's
+# loader; and OptiX timing has one input, the binding's process-wide OptixApi cache, which is where a stand-in
+# OptixApi must be put for a watch to time it without a driver.
+from optixasync import scheduler
 from optixasync._optix import _api
 from optixasync.diagnostics import (
     MissingExtraError,
+    ReportOptions,
     SyncDetected,
     SyncRecord,
     assert_no_sync,
@@ -24,7 +30,7 @@ from optixasync.diagnostics import (
 from optixasync.diagnostics import _syncwatch as sw
 from optixasync.diagnostics._collector import Collector, RawCall
 from optixasync.diagnostics._records import base_name
-from optixasync.diagnostics._report import ReportOptions, build_report
+from optixasync.diagnostics._report import build_report
 from optixasync.diagnostics._stack import FrameFilter, designed_wait
 
 FAKELIB = os.path.abspath(fakelib.__file__)
@@ -37,15 +43,27 @@ def next_line() -> int:
     return inspect.currentframe().f_back.f_lineno + 1
 
 
+def assert_no_session_left_open(fake) -> None:
+    """A watch started now subscribes afresh (an open session would be reused) and unsubscribes when it ends."""
+    assert fake.callback is None, "a watch left CUPTI subscribed"
+    before = fake.subscriptions
+    with syncwatch():
+        assert fake.callback is not None
+    assert fake.subscriptions == before + 1, "a watch left its CUPTI session open"
+    assert fake.callback is None, "a watch left CUPTI subscribed"
+
+
 @pytest.fixture
 def cupti(monkeypatch):
+    monkeypatch.setattr(sw, "_activity_registered", False)
+    probe = fakelib.FakeCupti()  # checks, on a CUPTI of its own, that no earlier watch left a session open
+    monkeypatch.setattr(sw, "load_cupti", lambda: probe)
+    assert_no_session_left_open(probe)
     fake = fakelib.FakeCupti()
     monkeypatch.setattr(sw, "load_cupti", lambda: fake)
     monkeypatch.setattr(sw, "_activity_registered", False)
-    assert sw._session is None
     yield fake
-    assert sw._session is None, "a watch left its CUPTI session open"
-    assert fake.callback is None, "a watch left CUPTI subscribed"
+    assert_no_session_left_open(fake)
 
 
 # -- classification -------------------------------------------------------------------
@@ -109,7 +127,7 @@ def test_user_frame_skips_libraries_and_stdlib():
     import rich
 
     frames = FrameFilter()
-    scheduler_file = os.path.join(os.path.dirname(_api.__file__), "..", "scheduler", "_scheduler.py")
+    scheduler_file = os.path.join(os.path.dirname(scheduler.__file__), "_scheduler.py")
     assert frames.is_library(numpy.__file__)
     assert frames.is_library(threading.__file__)
     assert frames.is_library(os.path.abspath(scheduler_file))
@@ -399,7 +417,11 @@ def test_missing_cupti_python_names_the_extra(monkeypatch):
     message = str(info.value)
     assert "cupti-python" in message and "optixasync[diagnostics]" in message
     assert isinstance(info.value, ImportError)
-    assert sw._session is None
+    # nothing was left half-started: once CUPTI is there, a watch subscribes and unsubscribes as usual
+    fake = fakelib.FakeCupti()
+    monkeypatch.setattr(sw, "load_cupti", lambda: fake)
+    monkeypatch.setattr(sw, "_activity_registered", False)
+    assert_no_session_left_open(fake)
 
 
 def test_collector_ignores_calls_it_did_not_enable_and_exits_without_entry():

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
 
 from optixasync.program import (
     CompileOptions,
-    _cache,
     cache_key,
     clear_cache,
     compile_ptx,
@@ -17,6 +17,10 @@ from optixasync.program import (
     nvrtc_version,
     optix_cache_dir,
 )
+
+# The NVRTC fingerprint that goes into the key (wheel version or NVRTC version) has no public door: it is the one
+# private name used here, to name the entry file a compilation must produce.
+from optixasync.program._cache import nvrtc_fingerprint
 
 TEST_KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = 'extern "C" __global__ void __raygen__cached() {}\n'
@@ -46,7 +50,7 @@ def test_miss_then_hit(cache):
     assert ptx1 == compile_ptx(SOURCE, "a.cu")
     files = _ptx_files(cache)
     assert [f.suffix for f in files] == [".ptx"]
-    assert files[0].stem == _key(nvrtc=_cache.nvrtc_fingerprint())
+    assert files[0].stem == _key(nvrtc=nvrtc_fingerprint())
     assert files[0].read_text() == ptx1
 
 
@@ -138,29 +142,38 @@ def test_unwritable_cache_dir_still_compiles(tmp_path, monkeypatch, caplog):
 
 
 def test_store_leaves_no_temporaries(cache):
-    path = _cache.store("k" * 64, ".version 9.5\n")
-    assert path == cache / "ptx" / f"{'k' * 64}.ptx"
+    ptx, _ = compile_ptx_cached(SOURCE, "a.cu")
+    path = cache / "ptx" / f"{_key(nvrtc=nvrtc_fingerprint())}.ptx"
     assert [p.name for p in (cache / "ptx").iterdir()] == [path.name]
-    _cache.store("k" * 64, ".version 9.0\n")  # overwrite in place
+    path.write_text("")  # damaged: the next compilation overwrites the entry in place
+    assert compile_ptx_cached(SOURCE, "a.cu") == (ptx, False)
     assert [p.name for p in (cache / "ptx").iterdir()] == [path.name]
-    assert _cache.load("k" * 64) == ".version 9.0\n"
+    assert path.read_text() == ptx
+    assert compile_ptx_cached(SOURCE, "a.cu") == (ptx, True)  # what was stored is what is loaded
 
 
-def test_failed_write_removes_its_temporary(cache, monkeypatch):
+def test_failed_write_removes_its_temporary(cache, monkeypatch, caplog):
     def fail(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(_cache.os, "replace", fail)
-    _cache.store("f" * 64, ".version 9.5\n")
+    with monkeypatch.context() as patch, caplog.at_level(logging.WARNING, logger="optixasync"):
+        patch.setattr(os, "replace", fail)  # the atomic rename of a new entry
+        ptx, hit = compile_ptx_cached(SOURCE, "a.cu")
+    assert hit is False and ".entry __raygen__cached" in ptx
+    assert "disk full" in caplog.text
     assert list((cache / "ptx").iterdir()) == []
-    assert _cache.load("f" * 64) is None
+    assert compile_ptx_cached(SOURCE, "a.cu") == (ptx, False)  # nothing was stored: a miss
+    assert len(_ptx_files(cache)) == 1
 
 
-def test_load_missing_and_corrupt(cache):
-    assert _cache.load("0" * 64) is None
-    (cache / "ptx").mkdir(parents=True)
-    (cache / "ptx" / f"{'1' * 64}.ptx").write_text("garbage")
-    assert _cache.load("1" * 64) is None
+def test_load_missing_and_corrupt(cache, caplog):
+    ptx, hit = compile_ptx_cached(SOURCE, "a.cu")
+    assert hit is False  # missing
+    (entry,) = _ptx_files(cache)
+    entry.write_text("garbage")
+    with caplog.at_level(logging.WARNING, logger="optixasync"):
+        assert compile_ptx_cached(SOURCE, "a.cu") == (ptx, False)  # corrupt: recompiled, not returned
+    assert "corrupt" in caplog.text
 
 
 def test_corrupt_entry_is_recompiled(cache):
@@ -177,7 +190,12 @@ def test_disabled_cache(cache, monkeypatch):
     assert compile_ptx_cached(SOURCE, "a.cu")[1] is False
     assert compile_ptx_cached(SOURCE, "a.cu")[1] is False
     assert not cache.exists()
-    assert _cache.load(_key()) is None
+    # an entry written while the cache was on is not read while it is off
+    monkeypatch.delenv("OPTIXASYNC_DISABLE_CACHE")
+    assert compile_ptx_cached(SOURCE, "a.cu")[1] is False
+    assert compile_ptx_cached(SOURCE, "a.cu")[1] is True
+    monkeypatch.setenv("OPTIXASYNC_DISABLE_CACHE", "1")
+    assert compile_ptx_cached(SOURCE, "a.cu")[1] is False
 
 
 def test_clear_cache(cache):
@@ -203,7 +221,7 @@ def test_clear_cache_without_cache_dir(cache):
 
 
 def test_fingerprint_names_the_nvrtc_wheel_or_version():
-    fingerprint = _cache.nvrtc_fingerprint()
+    fingerprint = nvrtc_fingerprint()
     major, minor = nvrtc_version()
     # the wheel's version starts with the NVRTC version it ships
     assert fingerprint.startswith("wheel:nvidia-cuda-nvrtc") and f"=={major}.{minor}." in fingerprint or (

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
-from optixasync._options import coerce_options
+from optixasync import ExceptionFlags, PrimitiveTypeFlags, TraversableGraphFlags
+
+# The binding's ctypes declarations (StackSizes, the compile-option structs and enums) have no public door.
 from optixasync._optix import types as t
+from optixasync.cuda import DeviceContext
 from optixasync.program import (
+    Module,
     ModuleOptions,
     Pipeline,
     PipelineOptions,
@@ -18,6 +24,7 @@ from optixasync.program import (
     compute_stack_sizes,
     merge_stack_sizes,
 )
+from optixasync.validation import coerce_options
 
 
 def stack_sizes(**values: int) -> t.StackSizes:
@@ -152,9 +159,9 @@ def test_pipeline_options_to_struct():
         num_payload_values=8,
         num_attribute_values=3,
         launch_params_name="frame_params",
-        traversable_graph_flags=t.TraversableGraphFlags.ALLOW_SINGLE_LEVEL_INSTANCING,
-        exception_flags=t.ExceptionFlags.STACK_OVERFLOW | t.ExceptionFlags.TRACE_DEPTH,
-        primitive_type_flags=t.PrimitiveTypeFlags.TRIANGLE | t.PrimitiveTypeFlags.CUSTOM,
+        traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_LEVEL_INSTANCING,
+        exception_flags=ExceptionFlags.STACK_OVERFLOW | ExceptionFlags.TRACE_DEPTH,
+        primitive_type_flags=PrimitiveTypeFlags.TRIANGLE | PrimitiveTypeFlags.CUSTOM,
         uses_motion_blur=True,
     )
     s = options.to_struct()
@@ -170,9 +177,9 @@ def test_pipeline_options_to_struct():
 @pytest.mark.parametrize(
     ("flags", "depth"),
     [
-        (t.TraversableGraphFlags.ALLOW_SINGLE_GAS, 1),
-        (t.TraversableGraphFlags.ALLOW_SINGLE_LEVEL_INSTANCING, 2),
-        (t.TraversableGraphFlags.ALLOW_ANY, 2),
+        (TraversableGraphFlags.ALLOW_SINGLE_GAS, 1),
+        (TraversableGraphFlags.ALLOW_SINGLE_LEVEL_INSTANCING, 2),
+        (TraversableGraphFlags.ALLOW_ANY, 2),
     ],
 )
 def test_max_traversable_depth(flags, depth):
@@ -180,8 +187,8 @@ def test_max_traversable_depth(flags, depth):
 
 
 def test_pipeline_options_compare_and_hash_by_value():
-    a = PipelineOptions(num_payload_values=4, traversable_graph_flags=t.TraversableGraphFlags.ALLOW_SINGLE_GAS)
-    b = PipelineOptions(num_payload_values=4, traversable_graph_flags=t.TraversableGraphFlags.ALLOW_SINGLE_GAS)
+    a = PipelineOptions(num_payload_values=4, traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
+    b = PipelineOptions(num_payload_values=4, traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
     assert a == b
     assert hash(a) == hash(b)
     assert a != PipelineOptions()
@@ -238,79 +245,210 @@ def test_coerce_dict_is_validated():
 
 
 # --- Pipeline argument checks (before any driver call) --------------------------------------------------------------
+#
+# Program groups, pipelines and SBTs are made through their own constructors on a stand-in device context: it
+# answers the few OptiX calls a constructor makes (handles, stack sizes, record headers) and fails the test on any
+# other one, so an argument check that passes here ran before optixLaunch or any other driver work.
 
 
-def fake_group(kind: t.ProgramGroupKind, options: PipelineOptions | None = None) -> ProgramGroup:
-    group = ProgramGroup.__new__(ProgramGroup)
-    group.kind = kind
-    group.modules = [SimpleNamespace(pipeline_options=options or PipelineOptions())]
-    group.handle = 0
-    return group
+class NoDriverCall(AssertionError):
+    pass
+
+
+class FakeApi:
+    """The OptiX calls that creating groups, pipelines and SBTs make, answered without a driver."""
+
+    def __init__(self) -> None:
+        self._handles = itertools.count(0x1000, 0x10)
+
+    def _new_handle(self, handle_ref) -> int:
+        handle_ref._obj.value = next(self._handles)  # byref() keeps the object it points at in _obj
+        return 0
+
+    def optixProgramGroupCreate(self, ctx, desc, count, options, log, log_size, handle):
+        return self._new_handle(handle)
+
+    def optixPipelineCreate(self, ctx, compile_options, link_options, groups, count, log, log_size, handle):
+        return self._new_handle(handle)
+
+    def optixProgramGroupGetStackSize(self, group, sizes, pipeline):
+        return 0
+
+    def optixPipelineSetStackSize(self, pipeline, dc_traversal, dc_state, continuation, depth):
+        return 0
+
+    def optixSbtRecordPackHeader(self, group, address):
+        return 0
+
+    def optixPipelineDestroy(self, pipeline):
+        return 0
+
+    def __getattr__(self, name):
+        raise NoDriverCall(f"unexpected OptiX call {name}")
+
+
+class FakeStaging:
+    def __init__(self, host: np.ndarray) -> None:
+        self.ptr = host.ctypes.data
+
+    def copy_to_device_async(self, dst, stream, nbytes) -> None:
+        pass
+
+
+class FakeDeviceContext(DeviceContext):
+    """A device context without a device: the real ownership checks, stand-ins for the driver and memory."""
+
+    def __init__(self, device_id: int = 0) -> None:  # no super().__init__(): it would load the driver
+        self.handle = 0xC0DE
+        self.device_id = device_id
+        self.api = FakeApi()
+        self.stream = 0x5000 + device_id  # a raw CUstream handle is a stream-like
+        self.tracked: list = []
+        self.memory = SimpleNamespace(alloc=lambda nbytes, stream: SimpleNamespace(ptr=0xD000, nbytes=nbytes))
+        self.pinned = SimpleNamespace(array=self._pinned_array)
+        self.deferred = SimpleNamespace(after=lambda stream, *objects: SimpleNamespace(done=True, ptr=0xE000))
+
+    @staticmethod
+    def _pinned_array(shape, dtype):
+        host = np.zeros(shape, dtype)
+        return FakeStaging(host), host
+
+    def track(self, resource):
+        self.require_open()
+        self.tracked.append(resource)
+        return resource
+
+
+class FakeModule:
+    """A compiled module as program groups and pipelines see it (its entry check is the real one)."""
+
+    require_entry = Module.require_entry
+
+    def __init__(self, ctx: DeviceContext, options: PipelineOptions | None = None) -> None:
+        self.ctx = ctx
+        self.name = "fake.cu"
+        self.handle = 0xAB
+        self.pipeline_options = options or PipelineOptions()
+        self.entries = frozenset({"__raygen__rg", "__miss__ms", "__closesthit__ch"})
+
+
+@pytest.fixture
+def fake_ctx() -> FakeDeviceContext:
+    return FakeDeviceContext()
+
+
+def make_group(ctx: DeviceContext, kind: str, options: PipelineOptions | None = None) -> ProgramGroup:
+    module = FakeModule(ctx, options)
+    if kind == "raygen":
+        return ProgramGroup.raygen(ctx, module, "__raygen__rg")
+    if kind == "miss":
+        return ProgramGroup.miss(ctx, module, "__miss__ms")
+    return ProgramGroup.hitgroup(ctx, module, closesthit="__closesthit__ch")
+
+
+def test_the_stand_in_context_builds_groups_pipelines_and_sbts(fake_ctx):
+    raygen, miss, hit = (make_group(fake_ctx, kind) for kind in ("raygen", "miss", "hitgroup"))
+    assert [g.kind for g in (raygen, miss, hit)] == [t.ProgramGroupKind.RAYGEN, t.ProgramGroupKind.MISS,
+                                                     t.ProgramGroupKind.HITGROUP]
+    pipeline = Pipeline(fake_ctx, [raygen, miss, hit])
+    sbt = ShaderBindingTable(fake_ctx, raygen, [miss], [hit, hit])
+    assert pipeline.handle != 0 and sbt.nbytes == 32 + 32 + 2 * 32
+    assert fake_ctx.tracked == [raygen, miss, hit, pipeline, sbt]  # every resource registers itself
+    with pytest.raises(ValueError, match="no entry point '__raygen__other'"):
+        ProgramGroup.raygen(fake_ctx, FakeModule(fake_ctx), "__raygen__other")
 
 
 @pytest.mark.parametrize("groups", [[], ["raygen"], [None]])
-def test_pipeline_needs_program_groups(groups):
+def test_pipeline_needs_program_groups(fake_ctx, groups):
     with pytest.raises(TypeError, match="ProgramGroup"):
-        Pipeline(None, groups)
+        Pipeline(fake_ctx, groups)
 
 
-def test_pipeline_needs_exactly_one_raygen():
-    miss = fake_group(t.ProgramGroupKind.MISS)
+def test_pipeline_needs_exactly_one_raygen(fake_ctx):
+    miss = make_group(fake_ctx, "miss")
     with pytest.raises(ValueError, match="raygen"):
-        Pipeline(None, [miss])
-    raygen = fake_group(t.ProgramGroupKind.RAYGEN)
+        Pipeline(fake_ctx, [miss])
+    raygen = make_group(fake_ctx, "raygen")
     with pytest.raises(ValueError, match="raygen"):
-        Pipeline(None, [raygen, fake_group(t.ProgramGroupKind.RAYGEN), miss])
+        Pipeline(fake_ctx, [raygen, make_group(fake_ctx, "raygen"), miss])
 
 
 @pytest.mark.parametrize("depth", [0, 32])
-def test_pipeline_trace_depth_range(depth):
+def test_pipeline_trace_depth_range(fake_ctx, depth):
     with pytest.raises(ValueError, match="max_trace_depth"):
-        Pipeline(None, [fake_group(t.ProgramGroupKind.RAYGEN)], max_trace_depth=depth)
+        Pipeline(fake_ctx, [make_group(fake_ctx, "raygen")], max_trace_depth=depth)
 
 
-def test_pipeline_modules_with_different_options():
-    raygen = fake_group(t.ProgramGroupKind.RAYGEN, PipelineOptions(num_payload_values=4))
-    miss = fake_group(t.ProgramGroupKind.MISS, PipelineOptions(num_payload_values=2))
+def test_pipeline_modules_with_different_options(fake_ctx):
+    raygen = make_group(fake_ctx, "raygen", PipelineOptions(num_payload_values=4))
+    miss = make_group(fake_ctx, "miss", PipelineOptions(num_payload_values=2))
     with pytest.raises(ValueError, match="different PipelineOptions"):
-        Pipeline(None, [raygen, miss])
+        Pipeline(fake_ctx, [raygen, miss])
 
 
-def test_pipeline_options_must_match_the_modules():
-    raygen = fake_group(t.ProgramGroupKind.RAYGEN, PipelineOptions(num_payload_values=4))
+def test_pipeline_options_must_match_the_modules(fake_ctx):
+    raygen = make_group(fake_ctx, "raygen", PipelineOptions(num_payload_values=4))
     with pytest.raises(ValueError, match="differ"):
-        Pipeline(None, [raygen], pipeline_options={"num_payload_values": 2})
+        Pipeline(fake_ctx, [raygen], pipeline_options={"num_payload_values": 2})
     with pytest.raises(TypeError, match="unknown"):
-        Pipeline(None, [raygen], pipeline_options={"payloads": 2})
+        Pipeline(fake_ctx, [raygen], pipeline_options={"payloads": 2})
 
 
-def _bare_pipeline() -> Pipeline:
-    pipeline = Pipeline.__new__(Pipeline)
-    pipeline.handle = 0
-    pipeline.ctx = None
-    return pipeline
+def test_pipeline_refuses_groups_of_another_context(fake_ctx):
+    other = FakeDeviceContext(device_id=1)
+    with pytest.raises(ValueError, match="belongs to another context \\(device 1\\); this context is on device 0"):
+        Pipeline(fake_ctx, [make_group(other, "raygen")])
+
+
+@pytest.fixture
+def pipeline_and_sbt(fake_ctx):
+    raygen, miss = make_group(fake_ctx, "raygen"), make_group(fake_ctx, "miss")
+    return Pipeline(fake_ctx, [raygen, miss]), ShaderBindingTable(fake_ctx, raygen, [miss])
 
 
 @pytest.mark.parametrize("sbt", ["notsbt", None, 0])
-def test_launch_needs_a_shader_binding_table(sbt):
+def test_launch_needs_a_shader_binding_table(pipeline_and_sbt, sbt):
+    pipeline, _ = pipeline_and_sbt
     with pytest.raises(TypeError, match="ShaderBindingTable"):
-        _bare_pipeline().launch(sbt, None, 1, 1)
+        pipeline.launch(sbt, None, 1, 1)
 
 
 @pytest.mark.parametrize("dims", [(0, 1, 1), (1, 0, 1), (4, 4, 0), (-1, 1, 1)])
-def test_launch_dimensions_at_least_one(dims):
-    sbt = ShaderBindingTable.__new__(ShaderBindingTable)
+def test_launch_dimensions_at_least_one(pipeline_and_sbt, dims):
+    pipeline, sbt = pipeline_and_sbt
     with pytest.raises(ValueError, match="launch dimensions"):
-        _bare_pipeline().launch(sbt, None, *dims)
+        pipeline.launch(sbt, None, *dims)
 
 
-def test_launch_thread_limit():
-    sbt = ShaderBindingTable.__new__(ShaderBindingTable)
+def test_launch_thread_limit(pipeline_and_sbt):
+    pipeline, sbt = pipeline_and_sbt
     with pytest.raises(ValueError, match="2\\*\\*30"):
-        _bare_pipeline().launch(sbt, None, 2**16, 2**15)
+        pipeline.launch(sbt, None, 2**16, 2**15)
 
 
-def test_launch_needs_params_size_for_a_raw_pointer():
-    sbt = ShaderBindingTable.__new__(ShaderBindingTable)
+def test_launch_needs_params_size_for_a_raw_pointer(pipeline_and_sbt):
+    pipeline, sbt = pipeline_and_sbt
     with pytest.raises(TypeError, match="params_size"):
-        _bare_pipeline().launch(sbt, 0x1000, 4, 4)
+        pipeline.launch(sbt, 0x1000, 4, 4)
+
+
+def test_launch_refuses_an_sbt_of_another_context(pipeline_and_sbt):
+    pipeline, _ = pipeline_and_sbt
+    other = FakeDeviceContext(device_id=1)
+    foreign = ShaderBindingTable(other, make_group(other, "raygen"))
+    with pytest.raises(ValueError, match="shader binding table belongs to another context"):
+        pipeline.launch(foreign, np.zeros(4, np.uint8), 4, 4)
+
+
+def test_launch_on_a_closed_pipeline(pipeline_and_sbt):
+    pipeline, sbt = pipeline_and_sbt
+    pipeline.close()
+    assert pipeline.handle == 0
+    with pytest.raises(RuntimeError, match="closed Pipeline"):
+        pipeline.launch(sbt, np.zeros(4, np.uint8), 4, 4)
+
+
+def test_a_valid_launch_reaches_the_driver(pipeline_and_sbt):
+    pipeline, sbt = pipeline_and_sbt
+    with pytest.raises(NoDriverCall, match="optixLaunch"):
+        pipeline.launch(sbt, np.zeros(4, np.uint8), 4, 4)

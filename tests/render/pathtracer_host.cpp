@@ -1,12 +1,14 @@
 // A host (CPU) build of kernels/pathtracer.cu, for tests on machines without a GPU.
 //
-// The kernel source is compiled unchanged by a C++ compiler. This file supplies what NVRTC and OptiX
-// would: the CUDA vector types and intrinsics the kernel uses (plain C++ versions), and the `oa::` device
-// interface, whose trace() intersects every triangle of the scene (Moller-Trumbore in double precision,
-// closest hit or first hit) and runs the kernel's own closest-hit and miss programs with the same
-// semantics as OptiX: payload registers in and out, the miss program picked by `miss_index`, no
-// closest-hit program when RAY_FLAG_DISABLE_CLOSESTHIT is set. The test copies pathtracer.cu next to an
-// empty "optixasync_device.h" so that the kernel's own include resolves to nothing.
+// The kernel source and its headers (kernels/pathtracer/*.h) are compiled unchanged by a C++ compiler. This
+// file supplies what NVRTC and OptiX would: the CUDA vector types and intrinsics the kernel uses (plain C++
+// versions), and the `oa::` device interface, whose trace() intersects every triangle of the scene
+// (Moller-Trumbore in double precision, closest hit or first hit) and runs the kernel's own closest-hit and
+// miss programs with the same semantics as OptiX: payload registers in and out, the miss program picked by
+// `miss_index`, no closest-hit program when RAY_FLAG_DISABLE_CLOSESTHIT is set. The test copies the kernels
+// folder into its build folder with an empty "optixasync_device.h", so that the kernel's own includes of it
+// resolve to nothing, and compiles this file with -I on that copy. Whatever a header uses from CUDA must be
+// defined here, before the #include of the kernel.
 //
 // Entry point: oa_host_launch(params, triangles per mesh, mesh count, threads) runs the raygen program for
 // every pixel of params.width x params.height, as optixLaunch would.

@@ -16,8 +16,11 @@ import numpy as np
 import pytest
 
 from optixasync import cli
-from optixasync.render._cli import RenderPlan, add_arguments, format_stats, gpu_busy, plan_from_args, swing_camera
-from optixasync.scheduler._stats import FrameStats, SchedulerStats
+
+# The command's own pieces (its plan, argument parser, stats line, camera swing) are pure logic with no public door
+# beyond running the command, which these tests also do.
+from optixasync.render._cli import RenderPlan, add_arguments, format_stats, plan_from_args, swing_camera
+from optixasync.scheduler import FrameStats, SchedulerStats
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -186,17 +189,14 @@ def test_format_stats_reports_the_scheduler_numbers():
     stats = SchedulerStats()
     for k in range(5):  # 10 ms frames, 8 ms of GPU work each, back to back: 100 fps, GPU busy 0.8
         begin = 0.010 * k
-        stats.frames.append(FrameStats(index=k, submit_ms=0.2, gpu_ms=8.0, gap_us=2000.0, in_flight=2, ahead=1,
-                                       waited=k > 1, host_begin=begin, host_submit=begin + 0.0002,
-                                       host_done=begin + 0.010))
+        stats.add(FrameStats(index=k, submit_ms=0.2, gpu_ms=8.0, gap_us=2000.0, in_flight=2, ahead=1,
+                             waited=k > 1, host_begin=begin, host_submit=begin + 0.0002, host_done=begin + 0.010))
     summary = stats.summary()
-    assert gpu_busy(summary) == pytest.approx(8.0 * 5 / 50.0)
+    assert summary["gpu_busy"] == pytest.approx(8.0 * 5 / 50.0)
     line = format_stats(summary, 2)
     for expected in ("N=2", "100.0 fps", "5 frames", "frames in flight 2.00", "ahead 1.00", "waits/frame 0.60",
                      "GPU busy 80.0%", "GPU 8.00 ms/frame", "submit 0.200 ms/frame", "GPU gap 2000.0 us"):
         assert expected in line, line
-    legacy = {k: v for k, v in summary.items() if k != "gpu_busy"}  # computed when the summary lacks it
-    assert gpu_busy(legacy) == pytest.approx(0.8)
     assert "GPU clock" not in line
     assert "(GPU clock 95.0%)" in format_stats({**summary, "gpu_utilization": 0.95}, 2)
 
@@ -294,9 +294,8 @@ class _FakeScheduler:
         out = []
         for frame in frames:
             k = frame.index
-            self.stats.frames.append(FrameStats(index=k, gpu_ms=4.0, gap_us=10.0, in_flight=self.n, ahead=self.n - 1,
-                                                submit_ms=0.1, waited=True, host_begin=0.005 * k,
-                                                host_done=0.005 * k + 0.005))
+            self.stats.add(FrameStats(index=k, gpu_ms=4.0, gap_us=10.0, in_flight=self.n, ahead=self.n - 1,
+                                      submit_ms=0.1, waited=True, host_begin=0.005 * k, host_done=0.005 * k + 0.005))
             readbacks = {}
             for _spp, readback, _camera in frame.launches:
                 if readback is not None:
@@ -351,32 +350,38 @@ class _FakeTracer:
         return None
 
 
-class _FakeEvent:
-    def record(self, stream=None):
-        pass
+class _FakeSpan:
+    """A GPU span whose end has passed, 40 ms after its start."""
 
-    def synchronize(self):
-        pass
+    synchronized: list[object] = []
+
+    @classmethod
+    def begin(cls, stream):
+        return cls()
+
+    def stop(self, stream):
+        return self
+
+    ms = 40.0
 
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
     import contextlib
 
-    cupy = pytest.importorskip("cupy")  # importable without a GPU; only get_elapsed_time is used, and replaced
-
-    import optixasync
     import optixasync.cuda
-    import optixasync.render
     import optixasync.scheduler
 
     _FakeScheduler.instances.clear()
     _FakeTracer.instances.clear()
-    monkeypatch.setattr(optixasync, "Context", lambda: contextlib.nullcontext(object()))
+    _FakeSpan.synchronized = []
+    # The command builds its context and tracer from the modules that define them (optixasync._context and
+    # optixasync.render._pathtracer), so the stand-ins go there; the rest it takes from the public packages.
+    monkeypatch.setattr("optixasync._context.Context", lambda: contextlib.nullcontext(object()))
+    monkeypatch.setattr("optixasync.render._pathtracer.PathTracer", _FakeTracer)
     monkeypatch.setattr(optixasync.cuda, "create_stream", lambda: "stream")
-    monkeypatch.setattr(optixasync.cuda, "timing_event", _FakeEvent)
-    monkeypatch.setattr(cupy.cuda, "get_elapsed_time", lambda a, b: 40.0)
-    monkeypatch.setattr(optixasync.render, "PathTracer", _FakeTracer)
+    monkeypatch.setattr(optixasync.cuda, "GpuSpan", _FakeSpan)
+    monkeypatch.setattr(optixasync.cuda, "synchronize", lambda event, what="": _FakeSpan.synchronized.append(event))
     monkeypatch.setattr(optixasync.scheduler, "FrameScheduler", _FakeScheduler)
 
 
@@ -392,6 +397,23 @@ def test_still_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
     assert image.shape == (6, 8, 3) and (image == 188).all()  # 0.5 linear through the sRGB curve
     # one launch: its own GPU time (2.5 ms) -> 8*6*32 samples / 2.5 ms
     assert "8x6, 32 spp, max depth 8, GPU time 2.5 ms, 0.6 Msamples/s" in out
+    assert len(_FakeSpan.synchronized) == 1  # the command waited for the end of its render, once
+
+
+def test_still_flow_of_several_launches_reports_the_whole_render(fake_gpu, tmp_path, capsys, monkeypatch):
+    def render_in_two_launches(self, spp=None, progress=None):
+        self.renders.append(spp)
+        progress(spp // 2)
+        progress(spp)
+        return np.full((self.options.height, self.options.width, 3), 0.5, np.float32)
+
+    monkeypatch.setattr(_FakeTracer, "render", render_in_two_launches)
+    status = cli.main(["render", "--width", "100", "--height", "100", "--spp", "32", "--out", str(tmp_path / "s.png"),
+                       "--quiet"])
+    out = capsys.readouterr().out
+    assert status == 0
+    # two launches: the span around the whole render (40 ms) -> 100*100*32 samples / 40 ms
+    assert "100x100, 32 spp, max depth 8, GPU time 40.0 ms, 8.0 Msamples/s" in out
 
 
 def test_frames_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
@@ -426,8 +448,11 @@ def test_cloth_frames_move_the_cloth(fake_gpu, tmp_path, capsys, monkeypatch):
     status = cli.main(["render", "--frames", "3", "--cells", "5", "--dt", "0.5", "--width", "8", "--height", "6",
                        "--out", str(tmp_path / "c.png"), "--quiet"])
     assert status == 0, capsys.readouterr().err
-    assert moves == [(5, 0.0, "stream"), (5, 0.5, "stream"), (5, 1.0, "stream")]
     (sched,) = _FakeScheduler.instances
+    # each step is given its frame as the stream (so the cloth's GPU work is timed with the frame), on "stream"
+    assert [(cells, t) for cells, t, _ in moves] == [(5, 0.0), (5, 0.5), (5, 1.0)]
+    assert [stream for _, _, stream in moves] == sched.frames
+    assert all(frame.stream == "stream" for frame in sched.frames)
     assert [f.launches[0] for f in sched.frames] == [(16, "image", None)] * 3  # the cloth moves, the camera stays
     assert len(list(tmp_path.glob("c_*.png"))) == 3
 

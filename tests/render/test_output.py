@@ -10,20 +10,29 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from optixasync.render import ImageWriter, write_image
-from optixasync.render._output import check_image_path, numbered_path, srgb8
+from optixasync.render import ImageWriter, tonemap_srgb, write_image
+
+# Frame file names and the suffix check with a restricted list (the command's "use .png") are the render command's
+# helpers, with no public re-export.
+from optixasync.render._output import check_image_path, numbered_path
 
 
-def test_srgb8_known_values():
+def png_of(tmp_path, linear) -> np.ndarray:
+    """What a PNG of linear floats holds: its 8-bit sRGB encoding."""
+    return np.asarray(Image.open(write_image(tmp_path / "linear.png", linear)))
+
+
+def test_srgb8_known_values(tmp_path):
     linear = np.array([[[0.0, 1.0, 0.5], [0.001, 0.2, 2.0], [np.nan, -1.0, np.inf]]], np.float32)
-    out = srgb8(linear)
+    out = png_of(tmp_path, linear)
     assert out.dtype == np.uint8 and out.shape == (1, 3, 3)
     # 0.5 -> 1.055 * 0.5**(1/2.4) - 0.055 = 0.7354 -> 188; 0.001 -> 12.92e-3 -> 3; 0.2 -> 0.4845 -> 124
     assert out.tolist() == [[[0, 255, 188], [3, 124, 255], [0, 0, 255]]]
 
 
-def test_srgb8_keeps_alpha_linear():
-    out = srgb8(np.full((2, 2, 4), 0.5, np.float32))
+def test_srgb8_keeps_alpha_linear(tmp_path):
+    out = png_of(tmp_path, np.full((2, 2, 4), 0.5, np.float32))
+    assert out.shape == (2, 2, 4)
     assert (out[..., :3] == 188).all() and (out[..., 3] == 128).all()
 
 
@@ -43,7 +52,7 @@ def test_png_rgba_and_float(tmp_path):
     np.testing.assert_array_equal(np.asarray(Image.open(write_image(tmp_path / "rgba.PNG", rgba))), rgba)
     linear = np.linspace(0, 1, 4 * 3 * 3, dtype=np.float32).reshape(4, 3, 3)
     back = np.asarray(Image.open(write_image(tmp_path / "f.png", linear)))
-    np.testing.assert_array_equal(back, srgb8(linear))
+    np.testing.assert_array_equal(back, tonemap_srgb(linear))
 
 
 def test_exr_round_trip(tmp_path):

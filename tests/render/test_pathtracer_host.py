@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# Where the package's kernels live (installed wheel or checkout) has no public door; the build copies them.
 from optixasync._config import kernels_dir
-from optixasync.render import PATH_PARAMS, RenderOptions, build_emitter_table
-from optixasync.render._pathtracer import fill_params, mesh_records
+from optixasync.render import PATH_PARAMS, RenderOptions, build_emitter_table, fill_params, mesh_records
 from optixasync.scene import Camera, Material, Scene, cornell_box, rectangle, sphere
 
 HERE = Path(__file__).resolve().parent
@@ -42,12 +42,15 @@ def host_kernel(tmp_path_factory):
     if compiler is None:
         pytest.skip("no C++ compiler (c++, g++ or clang++) to build the host version of the kernel")
     build = tmp_path_factory.mktemp("pathtracer_host")
-    shutil.copy(kernels_dir() / "pathtracer.cu", build / "pathtracer.cu")
-    (build / "optixasync_device.h").write_text("#pragma once\n")  # the host file provides the device interface
-    shutil.copy(HERE / "pathtracer_host.cpp", build / "pathtracer_host.cpp")
+    # The whole kernels tree, so that pathtracer.cu finds its headers (pathtracer/*.h) as NVRTC does, with an
+    # empty optixasync_device.h: the host file provides the device interface. A copy rather than -I, because a
+    # quoted include looks next to the including file first and would find the real device header there.
+    kernels = build / "kernels"
+    shutil.copytree(kernels_dir(), kernels)
+    (kernels / "optixasync_device.h").write_text("#pragma once\n")
     library = build / "libpathtracer_host.so"
-    command = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-pthread", "-Wall",
-               "-Wno-unused-function", str(build / "pathtracer_host.cpp"), "-o", str(library)]
+    command = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-pthread", "-Wall", "-Wno-unused-function",
+               f"-I{kernels}", str(HERE / "pathtracer_host.cpp"), "-o", str(library)]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, f"host build of pathtracer.cu failed:\n{result.stderr}"
     lib = ctypes.CDLL(str(library))

@@ -14,7 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# Private on purpose, for checks of the kernel source against the host on the CPU: where the package's kernels
+# live, the NVRTC options the path tracer compiles with (PathTracerProgram applies them only on a GPU), and the
+# layout tables (struct name -> dtype, mesh flag bits) that mirror kernels/pathtracer/records.h.
 from optixasync._config import kernels_dir
+from optixasync.cuda import DeviceContext
 from optixasync.program import compile_ptx
 from optixasync.render import (
     EMITTER_TRIANGLE,
@@ -25,11 +29,14 @@ from optixasync.render import (
     alias_probabilities,
     alias_table,
     build_emitter_table,
+    fill_params,
+    launch_plan,
+    mesh_records,
     srgb_to_linear,
     tonemap_srgb,
 )
 from optixasync.render._layout import MESH_EMISSIVE, MESH_TWO_SIDED, STRUCT_NAMES
-from optixasync.render._pathtracer import COMPILE_OPTIONS, fill_params, launch_plan, mesh_records
+from optixasync.render._program import COMPILE_OPTIONS
 from optixasync.scene import Camera, Material, Mesh, Scene, cornell_box, rectangle, sphere
 
 
@@ -128,10 +135,30 @@ def test_bad_render_options(kwargs, error, match):
         RenderOptions(**kwargs)
 
 
-class Untouchable:
-    """A stand-in context: any use of it would be GPU work, so any attribute access fails the test."""
+class UntouchableStream:
+    """The stand-in context's stream: taking a reference to it is fine, any use of it fails the test."""
 
-    def __getattr__(self, name):
+    def __getattribute__(self, name):
+        raise AssertionError(f"the context's stream was used ({name}) before the input was checked")
+
+
+class Untouchable(DeviceContext):
+    """A stand-in open context: any use of it would be GPU work, and fails the test.
+
+    Only asking whether it is open and taking a reference to its stream (which fails on any use) are allowed.
+    """
+
+    handle = 0xC0DE  # open
+    _ALLOWED = frozenset({"handle", "require_open", "__class__"})
+
+    def __init__(self) -> None:  # no super().__init__(): that would load the driver
+        pass
+
+    def __getattribute__(self, name):
+        if name in type(self)._ALLOWED:
+            return object.__getattribute__(self, name)
+        if name == "stream":
+            return UntouchableStream()
         raise AssertionError(f"the context was used ({name}) before the input was checked")
 
 
@@ -145,6 +172,11 @@ class Untouchable:
 def test_bad_options_fail_before_gpu_work(options, error):
     with pytest.raises(error):
         PathTracer(Untouchable(), cornell_box(), options)
+
+
+def test_not_a_context():
+    with pytest.raises(TypeError, match="ctx must be an optixasync.Context, got object"):
+        PathTracer(object(), cornell_box())
 
 
 def test_bad_scenes_fail_before_gpu_work():

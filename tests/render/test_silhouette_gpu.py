@@ -14,8 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from optixasync.scene import Camera, Material, Scene
-from optixasync.scene._load import load_mesh
+from optixasync.scene import Camera, Material, Scene, load_mesh
 
 pytest.importorskip("trimesh", reason="trimesh (the 'mesh' extra) is needed to read mesh files")
 

@@ -10,16 +10,19 @@ import sys
 import numpy as np
 import pytest
 
-from optixasync.scene import Material, cornell_box
-from optixasync.scene._load import (
-    affine_matrix,
+from optixasync.errors import MissingExtraError
+from optixasync.scene import (
+    MESH_SUFFIXES,
+    Material,
     check_mesh_path,
+    cornell_box,
     cornell_room,
     fit_matrix,
     fit_to_box,
     load_into_cornell_box,
     load_mesh,
 )
+from optixasync.validation import as_affine
 
 trimesh = pytest.importorskip("trimesh", reason="trimesh (the 'mesh' extra) is needed to read mesh files")
 
@@ -166,6 +169,10 @@ def test_format_check_comes_before_the_existence_check(tmp_path):
         check_mesh_path(tmp_path / "missing.3ds")
 
 
+def test_mesh_suffixes():
+    assert MESH_SUFFIXES == (".obj", ".ply", ".glb", ".gltf", ".stl")
+
+
 def test_directory_is_not_a_mesh(tmp_path):
     folder = tmp_path / "dir.obj"
     folder.mkdir()
@@ -192,8 +199,9 @@ def test_non_finite_vertices(tmp_path):
     bad = TETRA_V.copy()
     bad[2, 1] = np.nan
     write_ascii_ply(path, bad, TETRA_F)
-    with pytest.raises(ValueError, match="1 vertices are not finite"):
+    with pytest.raises(ValueError, match=r"NaN or Inf \(first at vertex 2\b") as info:
         load_mesh(path)
+    assert str(info.value).startswith(f"{str(path)!r} (node ")  # the file and the node come first
 
 
 def test_garbage_file_is_a_value_error(tmp_path):
@@ -205,8 +213,8 @@ def test_garbage_file_is_a_value_error(tmp_path):
 
 @pytest.mark.parametrize(
     ("matrix", "message"),
-    [(np.eye(3), "3x4 or 4x4"), (np.zeros((3, 4)), "singular"), (np.full((4, 4), np.nan), "non-finite"),
-     (np.ones((4, 4)), "not affine")],
+    [(np.eye(3), "3x4 or 4x4"), (np.zeros((3, 4)), "singular"), (np.full((4, 4), np.nan), "NaN or Inf"),
+     (np.ones((4, 4)), "last row")],
 )
 def test_bad_transform(tmp_path, matrix, message):
     path = tmp_path / "tetra.obj"
@@ -219,13 +227,18 @@ def test_missing_trimesh_names_the_extra(tmp_path, monkeypatch):
     path = tmp_path / "tetra.obj"
     write_obj(path, TETRA_V, TETRA_F)
     monkeypatch.setitem(sys.modules, "trimesh", None)  # makes `import trimesh` raise ImportError
-    with pytest.raises(ImportError, match=r'pip install "optixasync\[mesh\]"'):
+    with pytest.raises(ImportError, match=r"pip install 'optixasync\[mesh\]'") as info:
         load_mesh(path)
+    assert isinstance(info.value, MissingExtraError)
+    assert (info.value.package, info.value.extra) == ("trimesh", "mesh")
 
 
-def test_affine_matrix_pads_3x4():
-    m = affine_matrix([[1, 0, 0, 4], [0, 2, 0, 5], [0, 0, 3, 6]])
-    np.testing.assert_array_equal(m, [[1, 0, 0, 4], [0, 2, 0, 5], [0, 0, 3, 6], [0, 0, 0, 1]])
+def test_transforms_are_read_as_3x4_or_4x4_affine():
+    """The one rule for every transform: a 3x4 and its 4x4 with the row 0 0 0 1 are the same transform."""
+    m = as_affine([[1, 0, 0, 4], [0, 2, 0, 5], [0, 0, 3, 6]])
+    assert m.dtype == np.float64 and m.shape == (3, 4)
+    np.testing.assert_array_equal(m, [[1, 0, 0, 4], [0, 2, 0, 5], [0, 0, 3, 6]])
+    np.testing.assert_array_equal(as_affine([[1, 0, 0, 4], [0, 2, 0, 5], [0, 0, 3, 6], [0, 0, 0, 1]]), m)
 
 
 # -- placement -----------------------------------------------------------------------------------------------------

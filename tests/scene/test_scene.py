@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from optixasync.scene import Camera, Material, Mesh, Scene, as_affine, cube, rectangle, sphere
+from optixasync.scene import Camera, Material, Mesh, Scene, cube, rectangle, sphere
+from optixasync.validation import as_affine
 
 
 class FakeDeviceArray:
@@ -154,6 +155,10 @@ def test_as_affine_accepts_3x4_and_4x4():
 def test_as_affine_rejects(matrix, match):
     with pytest.raises(ValueError, match=match):
         as_affine(matrix)
+    with pytest.raises(ValueError, match=f"^placement.*{match}"):  # the message names the transform
+        as_affine(matrix, "placement")
+    with pytest.raises(ValueError, match=f"^matrix.*{match}"):  # a mesh's placement, with the same rule
+        cube().transformed(matrix)
 
 
 def test_transformed_moves_the_vertices():

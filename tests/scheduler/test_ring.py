@@ -29,15 +29,24 @@ def submit(ring: FrameRing, payload=None) -> tuple[int, int, FakeFence]:
 def test_slots_round_robin_and_block_only_when_n_ahead():
     ring = FrameRing(3)
     fences = [submit(ring)[2] for _ in range(3)]
-    assert [e.slot for e in ring._in_flight] == [0, 1, 2]
+    assert len(ring) == 3
+    assert [ring.find(k).slot for k in range(3)] == [0, 1, 2]
+    assert [ring.slot_holder(s).index for s in range(3)] == [0, 1, 2]
+    assert ring.oldest().index == 0
     assert ring.pending() == 3
     index, slot, blocker = ring.begin()  # frame 3 needs slot 0, still held by frame 0
     assert (index, slot) == (3, 0) and blocker is not None and blocker.index == 0
     retired = ring.pop_through(blocker.index)
     assert [e.index for e in retired] == [0] and fences[0].waited == 1
     assert fences[1].waited == 0  # only the slot's own fence was waited on
-    ring.submit(FakeFence(), 3)
-    assert [e.index for e in ring._in_flight] == [1, 2, 3]
+    last = FakeFence()
+    ring.submit(last, 3)
+    # in flight, oldest first: frames 1, 2, 3 (frame 3 in slot 0)
+    assert len(ring) == 3 and ring.oldest().index == 1 and ring.find(0) is None
+    assert [ring.slot_holder(s).index for s in range(3)] == [3, 1, 2]
+    fences[1].done = fences[2].done = last.done = True
+    assert [e.index for e in ring.pop_completed()] == [1, 2, 3]
+    assert len(ring) == 0
 
 
 def test_no_wait_when_slot_already_retired():
@@ -94,7 +103,7 @@ def test_submit_refuses_a_still_held_slot():
 def test_stats_summary_and_json(tmp_path):
     stats = SchedulerStats()
     for i in range(10):
-        stats.frames.append(
+        stats.add(
             FrameStats(index=i, submit_ms=0.1 * (i + 1), gpu_ms=2.0, gap_us=float(i), in_flight=2, ahead=1,
                        waited=i % 2 == 0, host_begin=i * 0.004, host_submit=i * 0.004 + 0.001, host_done=i * 0.004 + 0.004)
         )
@@ -104,6 +113,7 @@ def test_stats_summary_and_json(tmp_path):
     assert s["gap_us"]["median"] == pytest.approx(5.5)
     assert s["waits_per_frame"] == pytest.approx(0.5)
     assert s["fps"] == pytest.approx(250.0)
+    assert [f.index for f in stats.frames] == list(range(10))
     path = tmp_path / "stats.json"
     stats.to_json(str(path))
     import json

@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from optixasync._busy import BUSY_PARAMS, BusyWorkload, expected_busy_output
 from optixasync.scheduler import FrameAbortedError, FrameScheduler
+from optixasync.testing import BUSY_PARAMS, BusyWorkload, expected_busy_output
 
 pytestmark = pytest.mark.gpu
 
@@ -23,8 +23,10 @@ def busy(ctx):
 
 @pytest.mark.parametrize("frames_in_flight", [1, 2, 3])
 def test_readbacks_correct_complete_in_order(ctx, busy, frames_in_flight):
-    sched = FrameScheduler(ctx, frames_in_flight, params_dtype=BUSY_PARAMS)
     scales = np.random.default_rng(frames_in_flight).uniform(-10, 10, 40).astype(np.float32)
+    # every result waits for the drain below: the poll queue must hold them all (it is bounded)
+    sched = FrameScheduler(ctx, frames_in_flight, params_dtype=BUSY_PARAMS,
+                           options={"max_queued_results": len(scales)})
     handles = []
     for scale in scales:
         with sched.frame() as f:
@@ -32,6 +34,7 @@ def test_readbacks_correct_complete_in_order(ctx, busy, frames_in_flight):
         handles.append(f.handle)
     results = sched.drain()
     assert [r.index for r in results] == list(range(len(scales)))
+    assert sched.stats.dropped_results == 0
     for k, (scale, result, handle) in enumerate(zip(scales, results, handles, strict=True)):
         np.testing.assert_array_equal(result["out"], expected_busy_output(k, scale, 64))
         assert handle.result() is result

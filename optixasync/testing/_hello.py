@@ -1,22 +1,28 @@
 """The smallest complete OptiX program: one triangle, one launch, one image.
 
 Used by ``examples/hello_triangle.py``, ``optixasync doctor`` and the tests.
+Blocking calls
+--------------
 :func:`render_triangle` waits for its result (it returns pixels); that wait
-is the point of the call.
+is the point of the call. Creating a :class:`HelloRenderer` compiles (set-up).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._optix._types import TraversableGraphFlags
-from ._structs import struct_dtype
-from .accel import GeometryAccel, TriangleInput
-from .program import PipelineOptions, ShaderBindingTable
+from .._optix._types import TraversableGraphFlags
+from .._structs import struct_dtype
+from ..accel import GeometryAccel, TriangleInput
+from ..cuda import synchronize
+from ..program import Module, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
 
 __all__ = ["HELLO_PARAMS", "DEFAULT_TRIANGLE", "HelloResult", "HelloRenderer", "fill_params", "render_triangle"]
 
@@ -39,7 +45,7 @@ class HelloResult:
 
 
 def render_triangle(
-    ctx: Any,
+    ctx: DeviceContext,
     width: int = 256,
     height: int = 256,
     vertices: np.ndarray = DEFAULT_TRIANGLE,
@@ -64,9 +70,10 @@ def render_triangle(
     readback, host = ctx.pinned.array((height, width, 4), np.float32)
     readback.copy_from_device_async(image, stream, image.nbytes)
     done = ctx.deferred.after(stream, image, params_device, gas, renderer.sbt)
-    done.synchronize()  # the caller asked for pixels: wait for this frame only
+    synchronize(done, "waiting for the triangle")  # the caller asked for pixels: wait for this frame only
     result = host.copy()
     renderer.close()
+    gas.close()
     return HelloResult(result, renderer.setup_seconds, renderer.module.ptx_cache_hit, renderer.timings)
 
 
@@ -90,19 +97,19 @@ class HelloRenderer:
 
     def __init__(
         self,
-        ctx: Any,
+        ctx: DeviceContext,
         miss_color: tuple[float, float, float] = (0.1, 0.2, 0.3),
         traversable_graph_flags: TraversableGraphFlags = TraversableGraphFlags.ALLOW_ANY,
     ) -> None:
         start = time.perf_counter()
         options = PipelineOptions(num_payload_values=4, traversable_graph_flags=traversable_graph_flags)
-        self.module = ctx.create_module("hello_triangle.cu", pipeline_options=options)
+        self.module = Module(ctx, "hello_triangle.cu", pipeline_options=options)
         module_done = time.perf_counter()
-        self.raygen = ctx.create_raygen(self.module, "__raygen__hello")
-        self.miss = ctx.create_miss(self.module, "__miss__hello")
-        self.hit = ctx.create_hitgroup(self.module, closesthit="__closesthit__hello")
+        self.raygen = ProgramGroup.raygen(ctx, self.module, "__raygen__hello")
+        self.miss = ProgramGroup.miss(ctx, self.module, "__miss__hello")
+        self.hit = ProgramGroup.hitgroup(ctx, self.module, closesthit="__closesthit__hello")
         groups_done = time.perf_counter()
-        self.pipeline = ctx.create_pipeline([self.raygen, self.miss, self.hit], max_trace_depth=1)
+        self.pipeline = Pipeline(ctx, [self.raygen, self.miss, self.hit], max_trace_depth=1)
         self.setup_seconds = time.perf_counter() - start
         self.timings = {
             "nvrtc_or_cache_s": self.module.nvrtc_seconds,
@@ -126,5 +133,5 @@ class HelloRenderer:
         return image
 
     def close(self) -> None:
-        for obj in (self.pipeline, self.hit, self.miss, self.raygen, self.module):
+        for obj in (self.sbt, self.pipeline, self.hit, self.miss, self.raygen, self.module):
             obj.close()

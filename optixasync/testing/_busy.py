@@ -3,17 +3,26 @@
 ``kernels/busy.cu`` keeps the GPU busy for a given number of nanoseconds
 and writes values derived from the frame's parameters, so every readback
 proves which parameters its launch saw.
+
+Blocking calls
+--------------
+Creating a :class:`BusyWorkload` compiles its module (set-up); recording
+enqueues a launch and a readback (asynchronous).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._optix._types import TraversableGraphFlags
-from ._structs import struct_dtype
-from .program import PipelineOptions, ShaderBindingTable
+from .._optix._types import TraversableGraphFlags
+from .._structs import struct_dtype
+from ..program import Module, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
+    from ..scheduler import Frame
 
 __all__ = ["BUSY_PARAMS", "BusyWorkload", "expected_busy_output"]
 
@@ -29,15 +38,15 @@ def expected_busy_output(frame: int, scale: float, n: int) -> np.ndarray:
 class BusyWorkload:
     """The busy pipeline and its SBT, ready to launch inside a frame."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: DeviceContext) -> None:
         options = PipelineOptions(num_payload_values=0, traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
-        self.module = ctx.create_module("busy.cu", pipeline_options=options)
-        self.raygen = ctx.create_raygen(self.module, "__raygen__busy")
-        self.miss = ctx.create_miss(self.module, "__miss__busy")
-        self.pipeline = ctx.create_pipeline([self.raygen, self.miss], max_trace_depth=1)
+        self.module = Module(ctx, "busy.cu", pipeline_options=options)
+        self.raygen = ProgramGroup.raygen(ctx, self.module, "__raygen__busy")
+        self.miss = ProgramGroup.miss(ctx, self.module, "__miss__busy")
+        self.pipeline = Pipeline(ctx, [self.raygen, self.miss], max_trace_depth=1)
         self.sbt = ShaderBindingTable(ctx, self.raygen, [self.miss])
 
-    def record(self, frame: Any, spin_ns: int, scale: float, n_out: int = 256, readback: bool = True) -> Any:
+    def record(self, frame: Frame, spin_ns: int, scale: float, n_out: int = 256, readback: bool = True) -> Any:
         """Launch the busy program in ``frame``; its output buffer is read back as ``"out"``."""
         out = frame.buffer("out", (n_out,), np.float32)
         frame.params["out"] = out.data.ptr
@@ -48,6 +57,3 @@ class BusyWorkload:
         if readback:
             frame.readback(out, "out")
         return out
-
-    def launch_direct(self, ctx: Any, params_device: Any, n_out: int, stream: Any) -> None:
-        self.pipeline.launch(self.sbt, params_device, n_out, stream=stream)

@@ -1,16 +1,23 @@
 """GPU-side mesh animation for the refit tests and benchmarks: a rippling grid whose vertices a kernel computes.
 
-The kernel is compiled by CuPy (``RawKernel``) and launched on the caller's
-stream; it never touches the host.
+Blocking calls
+--------------
+None: the kernel is compiled by CuPy (``RawKernel``, once) and launched on
+the caller's stream, after the rest positions' upload (a GPU-side wait).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["grid_mesh", "RippleAnimator", "spin_gpu"]
+from ..cuda import Readiness, as_cupy_stream
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
+
+__all__ = ["grid_mesh", "RippleAnimator"]
 
 _RIPPLE_SOURCE = r"""
 extern "C" __global__ void ripple(const float* rest, float* out, int n, float t, float amplitude) {
@@ -23,15 +30,6 @@ extern "C" __global__ void ripple(const float* rest, float* out, int n, float t,
     out[3 * i + 2] = z + amplitude * __sinf(12.0f * r - 4.0f * t);
 }
 """
-
-_SPIN_SOURCE = r"""
-extern "C" __global__ void spin(unsigned long long ns) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
-}
-"""
-
 
 def grid_mesh(cells: int, size: float = 1.6, z: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """A square grid of ``2 * cells**2`` triangles in the plane ``z``, centred on the origin."""
@@ -48,40 +46,18 @@ def grid_mesh(cells: int, size: float = 1.6, z: float = 0.0) -> tuple[np.ndarray
 class RippleAnimator:
     """Writes the rippled positions of a rest mesh into a device array, on a stream."""
 
-    def __init__(self, ctx: Any, rest_vertices: np.ndarray, amplitude: float = 0.05) -> None:
+    def __init__(self, ctx: DeviceContext, rest_vertices: np.ndarray, amplitude: float = 0.05) -> None:
         import cupy
 
         self.rest = ctx.upload(np.ascontiguousarray(rest_vertices, np.float32))
-        self._ready = ctx.deferred.after(ctx.stream)  # the upload, waited for on the GPU by each call's stream
+        self.ready = Readiness()
+        self.ready.record(ctx.stream)  # the upload, waited for on the GPU by each call's stream
         self.n = len(rest_vertices)
         self.amplitude = amplitude
         self._kernel = cupy.RawKernel(_RIPPLE_SOURCE, "ripple")
 
     def __call__(self, out: Any, t: float, stream: Any) -> None:
-        import cupy
-
-        from .cuda import stream_handle
-
-        cupy.cuda.runtime.streamWaitEvent(stream_handle(stream), self._ready.ptr, 0)
-        with stream:  # CuPy launches on its current stream
-            self._kernel(((self.n + 255) // 256,), (256,), (self.rest, out, np.int32(self.n), np.float32(t),
-                                                            np.float32(self.amplitude)))
-
-
-def spin_gpu(ns: int, stream: Any) -> None:
-    """Keep ``stream`` busy for ``ns`` nanoseconds (one thread spinning on the GPU timer)."""
-
-    kernel = _spin_kernel()
-    with stream:
-        kernel((1,), (1,), (np.uint64(ns),))
-
-
-_spin_cache: dict[str, Any] = {}
-
-
-def _spin_kernel() -> Any:
-    import cupy
-
-    if "k" not in _spin_cache:
-        _spin_cache["k"] = cupy.RawKernel(_SPIN_SOURCE, "spin")
-    return _spin_cache["k"]
+        stream = as_cupy_stream(stream)
+        self.ready.order(stream)
+        self._kernel(((self.n + 255) // 256,), (256,),
+                     (self.rest, out, np.int32(self.n), np.float32(t), np.float32(self.amplitude)), stream=stream)

@@ -1,0 +1,57 @@
+// Records shared with the host: the launch parameters, one record per mesh and the emitter table.
+//
+// optixasync/render/_layout.py mirrors these structs field for field, and the layout test compiles them with
+// NVRTC to check every offset; change both sides together. They stay at global scope, outside namespace pt,
+// because the host code and that test name them unqualified.
+#pragma once
+
+#include "optixasync_device.h"
+
+enum MeshFlags : unsigned int {
+    MESH_TWO_SIDED = 1u << 0,  // reflect on both sides (else black seen from the back)
+    MESH_EMISSIVE = 1u << 1,   // emits on its front side; its triangles are in the emitter table
+};
+
+struct MeshRecord {
+    const float* vertices;         // (V, 3) float32
+    const unsigned int* indices;   // (F, 3), front side given by the winding
+    float3 reflectance;            // Lambertian albedo
+    float3 emission;               // radiance leaving the front side
+    unsigned int emitter_offset;   // entry of triangle 0 of this mesh in the emitter table (emissive meshes)
+    unsigned int flags;            // MeshFlags
+};
+
+// One emissive triangle in world space. 64 bytes and 16-aligned, so that light sampling fetches it with four
+// float4 loads.
+struct __align__(16) EmitterTriangle {
+    float3 p0;
+    float pdf;               // selection probability / area: the light's pdf per unit area on this triangle
+    float3 e1;               // p1 - p0
+    float alias_q;           // alias table: keep this entry when the fraction is below alias_q ...
+    float3 e2;               // p2 - p0
+    unsigned int alias;      // ... else take entry `alias`
+    float3 radiance;
+    float area;
+};
+
+struct PathTracerParams {
+    float4* accum;                   // width * height running sums: rgb, w = samples dropped as NaN/Inf
+    uchar4* image;                   // sRGB of the running mean, or null (no tonemap)
+    const MeshRecord* meshes;        // indexed by build input (= SBT GAS index)
+    const EmitterTriangle* emitters;
+    oa_traversable handle;
+    float3 eye;
+    float3 cam_u;                    // right, scaled by tan(half fov) across
+    float3 cam_v;                    // up, scaled by tan(half fov) up
+    float3 cam_w;                    // unit viewing direction
+    unsigned int width;
+    unsigned int height;
+    unsigned int sample_offset;      // samples already in accum: absolute index of this launch's first sample
+    unsigned int spp;                // samples per pixel in this launch
+    unsigned int accumulate;         // 1: add to accum, 0: overwrite it
+    unsigned int seed;
+    unsigned int max_depth;
+    unsigned int rr_depth;
+    unsigned int num_emitters;       // emissive triangles (0: no light sampling)
+    float inv_total;                 // 1 / (sample_offset + spp), for the tonemapped mean
+};

@@ -1,0 +1,243 @@
+"""The device context every layer builds on: one GPU, its OptiX context, a set-up stream, memory, staging.
+
+:class:`DeviceContext` owns what the program, accel, scheduler and render
+layers need from the device and nothing above it: the OptiX device context
+(bound to CuPy's CUDA context of one device), a non-blocking set-up stream,
+stream-ordered device memory, pooled pinned staging, deferred release, and
+the list of resources to close with it. Every resource registers itself with
+:meth:`DeviceContext.track` in its own constructor, so :meth:`close` releases
+everything whichever way it was created. The public
+:class:`optixasync.Context` adds the factories and the warm-up on top.
+
+Blocking calls
+--------------
+* Creating a context initialises the CUDA driver and the OptiX device
+  context (a device synchronize): set-up time.
+* :meth:`DeviceContext.close` synchronizes the device before destroying the
+  OptiX context, so no in-flight work refers to freed objects.
+* :meth:`DeviceContext.upload` never waits: it copies the array into pinned
+  staging on the host and enqueues the copy; the staging is held until the
+  copy has passed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import logging
+import os
+import weakref
+from typing import Any
+
+import numpy as np
+
+from .. import _config
+from .._driver import load_cuda_library, no_driver_message, require_cupy
+from .._optix import DEFAULT_ABI, check, get_api
+from .._optix import types as t
+from .._optix._loader import check_abi
+from ..errors import DriverNotFoundError
+from . import _nvtx
+from ._deferred import DeferredRelease
+from ._errors import cuda_errors
+from ._memory import DeviceMemory, PinnedPool
+from ._streams import as_cupy_stream, create_stream
+
+__all__ = ["DeviceContext"]
+
+_log = logging.getLogger("optixasync.optix")
+
+# OptiX log levels: 1 fatal, 2 error, 3 warning, 4 print.
+_LEVELS = {1: logging.CRITICAL, 2: logging.ERROR, 3: logging.WARNING, 4: logging.INFO}
+
+
+@t.LOG_CALLBACK
+def _log_callback(level: int, tag: bytes | None, message: bytes | None, _data: int | None) -> None:
+    text = (message or b"").decode(errors="replace").rstrip()
+    _log.log(_LEVELS.get(level, logging.DEBUG), "[%s] %s", (tag or b"").decode(errors="replace").strip(), text)
+
+
+class DeviceContext:
+    """An OptiX device context on CuPy's CUDA context of one device, with its stream, memory and staging.
+
+    Parameters
+    ----------
+    device : int, optional
+        CUDA device ordinal (default: CuPy's current device).
+    validation : bool
+        Turn on ``OPTIX_DEVICE_CONTEXT_VALIDATION_MODE_ALL``. OptiX then checks
+        every launch and build, and makes ``optixLaunch`` and ``optixAccelBuild``
+        wait for all outstanding work of the context: the host can no longer
+        run ahead. Meant for debugging.
+    log_level : int
+        OptiX log verbosity forwarded to the ``optixasync.optix`` logger
+        (0 none, 1 fatal, 2 error, 3 warning, 4 print).
+    abi : int
+        OptiX ABI to request from the driver (87 = OptiX 8.0, drivers R535+).
+    disk_cache : bool
+        Enable OptiX's own module disk cache, kept beside optixasync's PTX cache.
+
+    Attributes
+    ----------
+    handle : int
+        The ``OptixDeviceContext`` (0 once closed).
+    device_id : int
+        The CUDA device of the context and of everything created with it.
+    stream : cupy.cuda.Stream
+        A non-blocking stream for set-up work (uploads, builds) when the caller passes none.
+    memory : DeviceMemory
+        Stream-ordered device allocator.
+    pinned : PinnedPool
+        Pooled page-locked host memory used for every transfer.
+    deferred : DeferredRelease
+        Objects held until the GPU work that uses them has passed.
+
+    Raises
+    ------
+    ValueError
+        On an OptiX ABI optixasync cannot call (naming the supported ones).
+    DriverNotFoundError, OptixError
+        When the driver or its OptiX library is missing or refuses.
+    """
+
+    def __init__(
+        self,
+        device: int | None = None,
+        *,
+        validation: bool = False,
+        log_level: int = 3,
+        abi: int = DEFAULT_ABI,
+        disk_cache: bool = True,
+    ) -> None:
+        check_abi(abi)  # bad input first, before the machine is asked anything
+        if load_cuda_library() is None:
+            raise DriverNotFoundError(no_driver_message())
+        self.api = get_api(abi)  # checks the ABI and loads the OptiX library before any CUDA work
+        cupy = require_cupy()
+        self.abi = self.api.abi
+        self.validation = bool(validation)
+        with cuda_errors(f"selecting CUDA device {device}"):
+            self.device = cupy.cuda.Device(device) if device is not None else cupy.cuda.Device()
+            self.device.use()
+            cupy.cuda.runtime.free(0)  # makes sure the primary context exists and is current
+            cu_context = cupy.cuda.driver.ctxGetCurrent()
+        self.device_id: int = self.device.id
+
+        options = t.DeviceContextOptions()
+        options.logCallbackFunction = _log_callback
+        options.logCallbackLevel = int(log_level)
+        options.validationMode = int(t.ValidationMode.ALL if validation else t.ValidationMode.OFF)
+        handle = ctypes.c_void_p()
+        check(
+            self.api.optixDeviceContextCreate(cu_context, ctypes.byref(options), ctypes.byref(handle)),
+            "optixDeviceContextCreate",
+            api=self.api,
+        )
+        self.handle: int = handle.value or 0
+        self._tracked: dict[int, weakref.ref[Any]] = {}
+        self._serial = itertools.count()
+        if disk_cache and _config.cache_enabled():
+            self._enable_disk_cache()
+        self.stream = create_stream()
+        self.memory = DeviceMemory(self.device_id)
+        self.pinned = PinnedPool()
+        self.deferred = DeferredRelease()
+
+    def _enable_disk_cache(self) -> None:
+        location = _config.optix_cache_dir()
+        try:
+            location.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            _log.warning("OptiX disk cache disabled: cannot create %s (%s)", location, exc)
+            return
+        status = self.api.optixDeviceContextSetCacheLocation(self.handle, os.fsencode(location))
+        if status != 0:
+            _log.warning("OptiX disk cache location %s refused (%s)", location, self.api.error_name(status))
+            return
+        check(self.api.optixDeviceContextSetCacheEnabled(self.handle, 1), "optixDeviceContextSetCacheEnabled", api=self.api)
+
+    # -- resources -----------------------------------------------------------------
+    def track(self, resource: Any) -> Any:
+        """Register ``resource`` (anything with ``close()``) to be closed with the context; returns it.
+
+        Every optixasync resource calls this in its own constructor. The
+        context holds it weakly: a resource dropped by its user is not kept
+        alive. :meth:`close` closes the live ones, newest first, so users
+        close before what they use (a pipeline before its modules).
+
+        Raises
+        ------
+        RuntimeError
+            If the context is closed.
+        """
+        self.require_open()
+        key = next(self._serial)
+        self._tracked[key] = weakref.ref(resource, lambda _ref, key=key: self._tracked.pop(key, None))
+        return resource
+
+    def require_open(self) -> None:
+        """Raise ``RuntimeError`` if the context is closed."""
+        if self.handle == 0:
+            raise RuntimeError("this optixasync context is closed")
+
+    def require_own(self, resource: Any, what: str) -> None:
+        """Raise ``ValueError`` unless ``resource`` was created with this context (naming both devices).
+
+        Objects of another context may live on another GPU: using them here
+        would read foreign device memory (an illegal-address crash), so the
+        mix-up is caught on the host first.
+        """
+        owner = getattr(resource, "ctx", None)
+        if owner is not self:
+            where = f"device {owner.device_id}" if isinstance(owner, DeviceContext) else "no optixasync context"
+            raise ValueError(f"{what} belongs to another context ({where}); this context is on device {self.device_id}")
+
+    # -- transfers ---------------------------------------------------------------
+    def upload(self, array: Any, stream: Any = None) -> Any:
+        """Copy a host array to a new device array through pinned staging, asynchronously on ``stream``.
+
+        The staging buffer is held until the copy has passed; the host never waits.
+        """
+        stream = self.stream if stream is None else as_cupy_stream(stream)
+        with _nvtx.annotate("optixasync.upload"):
+            array = np.ascontiguousarray(array)
+            staging, view = self.pinned.array(array.shape, array.dtype)
+            view[...] = array
+            device = self.memory.empty(array.shape, array.dtype, stream)
+            staging.copy_to_device_async(device, stream, array.nbytes)
+            self.deferred.after(stream, staging)
+        return device
+
+    # -- lifetime ----------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self.handle == 0
+
+    def close(self) -> None:
+        """Wait for the device, close every resource registered with :meth:`track` (newest first), then destroy.
+
+        Idempotent. The staging and deferred objects are released once the
+        device is idle.
+        """
+        if self.handle == 0:
+            return
+        with cuda_errors("synchronizing the device before closing the context"):
+            self.device.synchronize()
+        for key in sorted(self._tracked, reverse=True):
+            ref = self._tracked.pop(key, None)
+            resource = ref() if ref is not None else None
+            if resource is not None:
+                resource.close()
+        self.deferred.collect()
+        self.api.optixDeviceContextDestroy(self.handle)
+        self.handle = 0
+
+    def __enter__(self) -> DeviceContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"handle=0x{self.handle:x}"
+        return f"<optixasync.{type(self).__name__} device={self.device_id} validation={self.validation} {state}>"

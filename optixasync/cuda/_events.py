@@ -1,0 +1,82 @@
+"""Events: fences for completion checks, timing events, a pool that reuses them, and the one host wait.
+
+Blocking calls
+--------------
+:func:`synchronize` waits for an event, on purpose, where a caller asked
+for a result (``FrameHandle.result``, an offline render, the scheduler's
+slot fence). Everything else (create, record, query, elapsed time of events
+that have passed) returns at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._errors import cuda_errors
+
+__all__ = ["EventPool", "elapsed_ms", "fence_event", "record_event", "synchronize", "timing_event"]
+
+
+def fence_event() -> Any:
+    """An event for completion checks only (no timing: the cheapest to record and query)."""
+    import cupy
+
+    with cuda_errors("creating an event"):
+        return cupy.cuda.Event(block=False, disable_timing=True)
+
+
+def timing_event() -> Any:
+    """An event that can be used with :func:`elapsed_ms`."""
+    import cupy
+
+    with cuda_errors("creating a timing event"):
+        return cupy.cuda.Event(block=False, disable_timing=False)
+
+
+def record_event(stream: Any, event: Any | None = None) -> Any:
+    """Record ``event`` (a new fence event if None) on ``stream`` (a CuPy stream) and return it."""
+    event = event if event is not None else fence_event()
+    with cuda_errors("cudaEventRecord"):
+        event.record(stream)
+    return event
+
+
+def elapsed_ms(start: Any, end: Any) -> float:
+    """Milliseconds between two timing events that have both passed (never waits)."""
+    import cupy
+
+    with cuda_errors("cudaEventElapsedTime"):
+        return float(cupy.cuda.get_elapsed_time(start, end))
+
+
+def synchronize(event: Any, what: str = "waiting for GPU work") -> None:
+    """Block the host until ``event`` has passed (the GIL is released); errors of the work surface here."""
+    with cuda_errors(what):
+        event.synchronize()
+
+
+class EventPool:
+    """Events handed out and taken back, so a render loop creates none per frame.
+
+    The caller gives an event back only once it has passed (its ``done`` is
+    true) and nothing will read it again; recording it afresh is then safe.
+    """
+
+    def __init__(self, timing: bool) -> None:
+        self.timing = bool(timing)
+        self._free: list[Any] = []
+        self.created = 0
+
+    def acquire(self) -> Any:
+        """A free event of this pool's kind (a new one when none is free)."""
+        if self._free:
+            return self._free.pop()
+        self.created += 1
+        return timing_event() if self.timing else fence_event()
+
+    def release(self, event: Any) -> None:
+        """Take back an event that has passed."""
+        self._free.append(event)
+
+    def __len__(self) -> int:
+        return len(self._free)

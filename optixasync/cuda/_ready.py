@@ -1,0 +1,66 @@
+"""Readiness: the end of some GPU work, and which streams are already ordered after it.
+
+An object whose GPU-side state other streams must wait for (a structure's
+build, an SBT upload, a scene's set-up) keeps one :class:`Readiness`. Its
+producer calls :meth:`Readiness.record` (or :meth:`adopt`) after enqueuing
+the work; every consumer calls :meth:`Readiness.order` with its stream
+before enqueuing work that reads it. Each stream waits at most once per
+recorded event, and the stream that recorded it never waits.
+
+Blocking calls
+--------------
+None: event records and ``cudaStreamWaitEvent`` are asynchronous.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._events import record_event
+from ._streams import as_cupy_stream, stream_handle, wait_event
+
+__all__ = ["Readiness"]
+
+
+class Readiness:
+    """The event after an object's last GPU operation, and the streams ordered after it.
+
+    Attributes
+    ----------
+    event : cupy.cuda.Event or None
+        Recorded after the last operation; None before the first.
+    """
+
+    __slots__ = ("event", "_ordered")
+
+    def __init__(self) -> None:
+        self.event: Any = None
+        self._ordered: set[int] = set()
+
+    def record(self, stream: Any) -> Any:
+        """Record a new event after the work enqueued on ``stream`` so far; returns it."""
+        cupy_stream = as_cupy_stream(stream)
+        return self.adopt(record_event(cupy_stream), cupy_stream)
+
+    def adopt(self, event: Any, stream: Any) -> Any:
+        """Take ``event``, already recorded on ``stream`` after the work, as the new end; returns it."""
+        self.event = event
+        self._ordered = {stream_handle(stream)}
+        return event
+
+    def order(self, stream: Any) -> int:
+        """Make ``stream`` wait (on the GPU) for the last operation, once; returns the stream's handle."""
+        handle = stream_handle(stream)
+        if self.event is not None and handle not in self._ordered:
+            wait_event(handle, self.event)
+            self._ordered.add(handle)
+        return handle
+
+    @property
+    def done(self) -> bool:
+        """Whether the last operation has finished (an event query; never waits)."""
+        return self.event is None or bool(self.event.done)
+
+    def __repr__(self) -> str:
+        state = "none" if self.event is None else ("done" if self.done else "pending")
+        return f"<Readiness {state}, {len(self._ordered)} stream(s) ordered>"

@@ -1,0 +1,180 @@
+"""A scene on the device: geometry, acceleration structure, mesh records, emitter table and SBT.
+
+:class:`DeviceScene` turns a host :class:`~optixasync.scene.Scene` into
+what the kernel reads and keeps it there: vertex and index buffers (the
+caller's own device arrays are used in place), one GAS (build input ``i`` =
+mesh ``i``), the per-mesh records, the emitter table for light sampling and
+the shader binding table. It knows nothing of images or samples; the
+renderer (:class:`~optixasync.render.PathTracer`) launches over it. New
+per-scene device data (materials, textures, lights) belongs here.
+
+Blocking calls
+--------------
+* Creating a :class:`DeviceScene` reads back, once, the vertices of
+  emissive meshes given as device arrays (the emitter table needs their
+  world positions on the host): set-up time.
+* :meth:`DeviceScene.compact` with ``wait=True`` waits for the compacted
+  size (offline rendering).
+Everything else enqueues asynchronous work: uploads through pinned staging,
+the build, refits, and stream ordering on the GPU.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..accel import AccelOptions, GeometryAccel, TriangleInput
+from ..cuda import Readiness, as_cupy_stream
+from ..scene import Scene
+from ..validation import is_device_array
+from ._emitters import EmitterTable, build_emitter_table
+from ._params import mesh_records
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
+    from ._program import PathTracerProgram
+
+__all__ = ["DeviceScene", "check_scene", "host_emitter_table"]
+
+
+def check_scene(scene: Any) -> Scene:
+    """``scene`` if it is a renderable :class:`Scene`; TypeError/ValueError otherwise."""
+    if not isinstance(scene, Scene):
+        raise TypeError(f"scene must be an optixasync.scene.Scene, got {type(scene).__name__}")
+    if not scene.meshes:
+        raise ValueError("the scene has no meshes: there is nothing to render")
+    return scene
+
+
+def host_emitter_table(scene: Scene) -> EmitterTable | None:
+    """The emitter table of ``scene`` from its host vertices; None when an emissive mesh lives on the device.
+
+    Host-only, so a scene whose emitters have no area fails here, before any GPU work.
+    """
+    if any(scene.meshes[k].on_device for k in scene.emitters):
+        return None
+    return build_emitter_table(scene.meshes)
+
+
+class DeviceScene:
+    """The device side of a :class:`Scene` for one :class:`PathTracerProgram`.
+
+    Parameters
+    ----------
+    ctx : DeviceContext
+    scene : Scene
+        Read at creation: later changes to the scene's meshes are not seen
+        (move dynamic meshes through :meth:`vertices` and :meth:`refit`).
+    program : PathTracerProgram
+        Its program groups make the SBT's records.
+    stream : cupy.cuda.Stream
+        The set-up stream (uploads, build, SBT).
+    emitters : EmitterTable, optional
+        The scene's :func:`host_emitter_table`, when the caller made it already.
+
+    Attributes
+    ----------
+    scene : Scene
+    accel : GeometryAccel
+        One GAS, build input ``i`` = mesh ``i``; built with ``allow_update``
+        when a mesh is dynamic, with ``allow_compaction`` otherwise.
+    emitters : EmitterTable
+        The host copy of the emitter table.
+    sbt : ShaderBindingTable
+    ready : Readiness
+        The end of the set-up; :meth:`order` puts a stream after it and after the structure's last operation.
+    """
+
+    def __init__(self, ctx: DeviceContext, scene: Scene, program: PathTracerProgram, stream: Any,
+                 emitters: EmitterTable | None = None) -> None:
+        import cupy
+
+        self.ctx = ctx
+        self.scene = check_scene(scene)
+        stream = as_cupy_stream(stream)
+        if emitters is None:
+            emitters = host_emitter_table(scene)  # before any GPU work: zero emissive area raises here
+        self._vertices = [self._to_device(m.vertices, stream) for m in scene.meshes]
+        self._indices = [self._to_device(m.indices, stream) for m in scene.meshes]
+        if emitters is None:  # set-up only: the emitter table needs world positions on the host
+            host = [cupy.asnumpy(self._vertices[k], stream=stream) if k in scene.emitters else None
+                    for k in range(len(scene.meshes))]
+            emitters = build_emitter_table(scene.meshes, host)
+        self.emitters = emitters
+        dynamic = bool(scene.dynamic)
+        self.accel = GeometryAccel(
+            ctx, [TriangleInput(v, i) for v, i in zip(self._vertices, self._indices, strict=True)],
+            AccelOptions(allow_update=dynamic, allow_compaction=not dynamic), stream=stream)
+        records = mesh_records(scene, [int(v.data.ptr) for v in self._vertices],
+                               [int(i.data.ptr) for i in self._indices], self.emitters.offsets)
+        self._records = self._upload_struct(records, stream)
+        self._emitter_table = self._upload_struct(self.emitters.entries, stream) if len(self.emitters) else None
+        self.sbt = program.shader_binding_table(len(scene.meshes), stream)
+        self.ready = Readiness()
+        self.ready.record(stream)  # later streams wait for the set-up on the GPU, never the host
+        ctx.track(self)
+
+    def _to_device(self, array: Any, stream: Any) -> Any:
+        import cupy
+
+        if is_device_array(array):
+            return cupy.asarray(array)  # no copy: the GAS and the kernel read the caller's memory
+        return self.ctx.upload(np.ascontiguousarray(array), stream)
+
+    def _upload_struct(self, array: np.ndarray, stream: Any) -> Any:
+        """Upload a structured array as raw bytes (the device side only needs the address)."""
+        return self.ctx.upload(np.frombuffer(np.ascontiguousarray(array).tobytes(), np.uint8), stream)
+
+    # -- what the kernel reads -------------------------------------------------------------------------------
+    @property
+    def records_pointer(self) -> int:
+        """Device address of the ``MeshRecord`` array."""
+        return int(self._records.data.ptr)
+
+    @property
+    def emitters_pointer(self) -> int:
+        """Device address of the emitter table (0 when nothing emits)."""
+        return int(self._emitter_table.data.ptr) if self._emitter_table is not None else 0
+
+    @property
+    def handle(self) -> int:
+        """The traversable handle of the scene's structure."""
+        return self.accel.handle
+
+    def order(self, stream: Any) -> int:
+        """Make ``stream`` wait (on the GPU) for the set-up and the structure's last operation; returns its handle."""
+        self.ready.order(stream)
+        return self.accel.ready.order(stream)
+
+    # -- changes ---------------------------------------------------------------------------------------------
+    def vertices(self, mesh_index: int, stream: Any = None) -> Any:
+        """The device vertex array (V, 3) float32 of mesh ``mesh_index``, read by the GAS and the shading.
+
+        Pass the ``stream`` that will write it to order it after the set-up (the initial upload) first.
+        """
+        index = int(mesh_index)
+        if not 0 <= index < len(self._vertices):
+            raise IndexError(f"mesh index {mesh_index} out of range: the scene has {len(self._vertices)} meshes")
+        if stream is not None:
+            self.order(stream)
+        return self._vertices[index]
+
+    def refit(self, stream: Any) -> None:
+        """Refit the structure to the dynamic meshes' current vertices, on ``stream``."""
+        if not self.scene.dynamic:
+            raise ValueError("the scene has no dynamic mesh: nothing to refit (create meshes with dynamic=True)")
+        self.order(stream)
+        self.accel.refit(self._vertices, stream)
+
+    def compact(self, stream: Any, wait: bool = False) -> None:
+        """Compact the structure on ``stream`` once its size is known (``wait``: wait for it); no-op if not compactable."""
+        if self.accel.options.allow_compaction and not self.accel.compacted:
+            self.accel.compact(wait=wait, stream=stream)
+
+    def close(self) -> None:
+        """Release the structure, the SBT and the buffers (the caller waited for the launches that read them)."""
+        self.sbt.close()
+        self.accel.close()
+        self._vertices, self._indices, self._records, self._emitter_table = [], [], None, None

@@ -1,0 +1,59 @@
+"""The path tracer's compiled program: module, program groups, pipeline, and the SBT layout of a scene.
+
+Blocking calls
+--------------
+Creating a :class:`PathTracerProgram` compiles ``kernels/pathtracer.cu``
+(NVRTC on a PTX cache miss, then OptiX) and links the pipeline: set-up
+time, seconds on a cold cache.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._optix._types import CompileDebugLevel, CompileOptimizationLevel, TraversableGraphFlags
+from ..program import CompileOptions, Module, ModuleOptions, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
+
+if TYPE_CHECKING:
+    from ..cuda import DeviceContext
+
+__all__ = ["COMPILE_OPTIONS", "MODULE_OPTIONS", "PIPELINE_OPTIONS", "PathTracerProgram"]
+
+#: Pipeline-wide options: 3 payloads (t, primitive, mesh), one GAS traced directly, no exception checks.
+PIPELINE_OPTIONS = PipelineOptions(num_payload_values=3, num_attribute_values=2,
+                                   traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
+#: Full OptiX optimisation, no debug information.
+MODULE_OPTIONS = ModuleOptions(opt_level=CompileOptimizationLevel.LEVEL_3, debug_level=CompileDebugLevel.NONE)
+#: NVRTC with fast math (approximate rsqrt, sincos, pow; flush denormals).
+COMPILE_OPTIONS = CompileOptions(use_fast_math=True)
+
+
+class PathTracerProgram:
+    """``kernels/pathtracer.cu`` compiled and linked: raygen, radiance and shadow miss, one hit group.
+
+    Attributes
+    ----------
+    module : Module
+    raygen, miss_radiance, miss_shadow, hit : ProgramGroup
+    pipeline : Pipeline
+    """
+
+    def __init__(self, ctx: DeviceContext) -> None:
+        self.ctx = ctx
+        self.module = Module(ctx, "pathtracer.cu", pipeline_options=PIPELINE_OPTIONS, module_options=MODULE_OPTIONS,
+                             compile_options=COMPILE_OPTIONS)
+        self.raygen = ProgramGroup.raygen(ctx, self.module, "__raygen__pathtrace")
+        self.miss_radiance = ProgramGroup.miss(ctx, self.module, "__miss__radiance")
+        self.miss_shadow = ProgramGroup.miss(ctx, self.module, "__miss__shadow")
+        self.hit = ProgramGroup.hitgroup(ctx, self.module, closesthit="__closesthit__radiance")
+        self.pipeline = Pipeline(ctx, [self.raygen, self.miss_radiance, self.miss_shadow, self.hit], max_trace_depth=1)
+
+    def shader_binding_table(self, num_meshes: int, stream: Any) -> ShaderBindingTable:
+        """The SBT of a scene of ``num_meshes`` meshes: one hit record per mesh (= build input), uploaded on ``stream``."""
+        return ShaderBindingTable(self.ctx, self.raygen, [self.miss_radiance, self.miss_shadow],
+                                  [self.hit] * num_meshes, stream=stream)
+
+    def close(self) -> None:
+        """Destroy the pipeline, then the program groups, then the module (the caller waited for its launches)."""
+        for obj in (self.pipeline, self.hit, self.miss_shadow, self.miss_radiance, self.raygen, self.module):
+            obj.close()

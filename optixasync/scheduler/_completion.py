@@ -1,0 +1,217 @@
+"""Retiring frames: read their timing, build their results, deliver them, run callbacks; in a thread or inline.
+
+Frames complete in submission order on the scheduler's stream. Retiring a
+frame (once its fence has passed) reads its GPU timestamps from events that
+have passed, builds its :class:`FrameResult` from the views of its pinned
+readbacks (no copy), delivers it by the scheduler's delivery rule, gives its
+events back to the pool and drops its temporaries. Callbacks run after,
+outside the lock.
+
+Blocking calls
+--------------
+* The completion thread waits on the oldest in-flight fence with
+  ``cudaEventSynchronize`` (the GIL released): that is its job, and it is
+  never the submitting thread.
+* :meth:`Completion.retire_through` waits for a requested frame's fence,
+  for ``FrameHandle.result()``, ``drain()`` and ``close()``, by design.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..cuda import EventPool, GpuSpan, elapsed_ms, synchronize
+from ._results import FrameHandle, FrameResult, ResultQueue
+
+if TYPE_CHECKING:
+    from ._frame import Frame
+    from ._options import SchedulerOptions
+    from ._ring import FrameRing, InFlight
+    from ._stats import SchedulerStats
+
+__all__ = ["Completion"]
+
+_log = logging.getLogger("optixasync")
+_POLL_INTERVAL_S = 50e-6  # sleep between fence queries of a timed wait without the completion thread
+
+Finished = list[tuple[FrameHandle, list[Callable]]]
+
+
+class Completion:
+    """The retirement half of a :class:`FrameScheduler`: fences, timing, results, delivery, callbacks.
+
+    Parameters
+    ----------
+    ring : FrameRing
+        The scheduler's in-flight frames; read and popped under ``lock``.
+    lock : threading.RLock
+        The scheduler's lock.
+    options : SchedulerOptions
+    stats : SchedulerStats
+    stream : cupy.cuda.Stream
+        The scheduler's stream (the origin event is recorded there).
+    """
+
+    def __init__(self, ring: FrameRing[Frame], lock: threading.RLock, options: SchedulerOptions,
+                 stats: SchedulerStats, stream: Any) -> None:
+        self._ring = ring
+        self._lock = lock
+        self._options = options
+        self._stats = stats
+        self._timing_events = EventPool(timing=True)
+        self._fence_events = EventPool(timing=False)
+        self._origin: Any = None
+        self._prev_end: Any = None
+        self.results = ResultQueue(options.max_queued_results, drop_oldest=options.on_full == "drop_oldest")
+        self._warned_drop = False
+        if options.timing:
+            # GPU time 0 of every frame's timestamps; read only against events that have passed.
+            self._origin = self._timing_events.acquire()
+            self._origin.record(stream)
+            stats.gpu_origin_host = time.perf_counter()
+        self._closed = False
+        self._work = threading.Condition(lock)
+        self._thread: threading.Thread | None = None
+        if options.completion_thread:
+            self._thread = threading.Thread(target=self._loop, name="optixasync-completion", daemon=True)
+            self._thread.start()
+
+    # -- events ----------------------------------------------------------------------------------------------
+    def start_span(self, stream: Any) -> GpuSpan | None:
+        """A frame's GPU span starting now on ``stream`` (None without timing)."""
+        if not self._options.timing:
+            return None
+        event = self._timing_events.acquire()
+        event.record(stream)
+        return GpuSpan(event)
+
+    def fence(self, frame: Frame) -> Any:
+        """Record the frame's fence on its stream: the end of its span when timed. Returns the fence."""
+        pool = self._timing_events if self._options.timing else self._fence_events
+        fence = pool.acquire()
+        fence.record(frame.stream)
+        if frame.span is not None:
+            frame.span.end = fence
+        return fence
+
+    @property
+    def threaded(self) -> bool:
+        """Whether the completion thread is running."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def notify(self) -> None:
+        """Wake the completion thread: a frame was submitted (call with the lock held)."""
+        self._work.notify()
+
+    # -- retirement ------------------------------------------------------------------------------------------
+    def _read_timing(self, frame: Frame, fence: Any) -> None:
+        stats, span = frame.stats, frame.span
+        if span is None or not self._options.timing:
+            return
+        stats.gpu_ms = elapsed_ms(span.start, fence)
+        stats.gpu_start_ms = elapsed_ms(self._origin, span.start)
+        stats.gpu_end_ms = elapsed_ms(self._origin, fence)
+        if self._prev_end is not None:
+            stats.gap_us = max(0.0, elapsed_ms(self._prev_end, span.start) * 1e3)
+        self._timing_events.release(span.start)
+
+    def _recycle_fence(self, fence: Any) -> None:
+        # The newest fence stays as the end of "the previous frame" for the next gap; the one before is free.
+        if self._options.timing:
+            if self._prev_end is not None:
+                self._timing_events.release(self._prev_end)
+            self._prev_end = fence
+        else:
+            self._fence_events.release(fence)
+
+    def _retire(self, entry: InFlight[Frame]) -> tuple[FrameHandle, list[Callable]]:
+        begin = time.perf_counter()
+        frame = entry.payload
+        stats = frame.stats
+        stats.host_done = begin
+        self._read_timing(frame, entry.fence)
+        self._recycle_fence(entry.fence)
+        result = None
+        if frame.error is None:
+            result = FrameResult(frame.index, dict(frame.readbacks), stats)
+            if self._options.keep_results and not frame.handle.claimed:
+                self._queue(result)
+        frame.readbacks = []
+        frame.holds.clear()
+        frame.span = None
+        stats.retire_ms = (time.perf_counter() - begin) * 1e3
+        self._stats.add(stats)
+        return frame.handle, frame.handle._finish(result, frame.error)
+
+    def _queue(self, result: FrameResult) -> None:
+        dropped = self.results.put(result)
+        if dropped is not None:
+            self._stats.dropped_results = self.results.dropped
+            if not self._warned_drop:
+                self._warned_drop = True
+                _log.warning("frame %d's result was dropped: more than %d results wait for poll() "
+                             "(counted in stats.dropped_results; poll, use handles, or keep_results=False)",
+                             dropped.index, self.results.bound)
+
+    def retire_completed(self) -> Finished:
+        """Retire the leading frames whose fences have passed (never waits); returns callbacks to run."""
+        with self._lock:
+            return [self._retire(entry) for entry in self._ring.pop_completed()]
+
+    def retire_through(self, index: int, deadline: float | None = None) -> bool:
+        """Wait for frame ``index`` (until ``deadline``, a ``perf_counter`` time), retire it and all before it.
+
+        Returns whether it was retired (False: the deadline passed first).
+        Callbacks run before returning.
+        """
+        if deadline is not None:
+            # Frames complete in order on one stream: once ``index`` has passed, so have all before it.
+            with self._lock:
+                target = self._ring.find(index)
+            while target is not None and not target.fence.done:
+                if time.perf_counter() >= deadline:
+                    return False
+                time.sleep(_POLL_INTERVAL_S)
+        with self._lock:
+            finished = [self._retire(entry) for entry in self._ring.pop_through(index)]
+        self.run_callbacks(finished)
+        return True
+
+    @staticmethod
+    def run_callbacks(finished: Finished) -> None:
+        for handle, callbacks in finished:
+            for fn in callbacks:
+                try:
+                    fn(handle)
+                except Exception:
+                    _log.exception("frame %d completion callback raised", handle.index)
+
+    # -- the thread -----------------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed and self._ring.oldest() is None:
+                    self._work.wait()
+                if self._closed and self._ring.oldest() is None:
+                    return
+                oldest = self._ring.oldest()
+            assert oldest is not None
+            try:
+                synchronize(oldest.fence, "the completion thread waiting for a frame")  # the GIL is released
+            except Exception:
+                # The device failed (the error is sticky): stop here; waits on the submitting side raise it.
+                _log.exception("frame %d's GPU work failed; the completion thread stops", oldest.index)
+                return
+            self.run_callbacks(self.retire_completed())
+
+    def stop(self) -> None:
+        """Stop the completion thread once the ring is empty (call after draining)."""
+        with self._lock:
+            self._closed = True
+            self._work.notify_all()
+        if self._thread is not None:
+            self._thread.join()

@@ -1,0 +1,61 @@
+"""Options of the frame scheduler.
+
+Blocking calls
+--------------
+None: a dataclass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["OVERFLOW_POLICIES", "SchedulerOptions"]
+
+#: What happens when completed frames wait for ``poll()`` beyond ``max_queued_results``.
+OVERFLOW_POLICIES = ("drop_oldest", "raise")
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    """Options of a :class:`FrameScheduler`.
+
+    Attributes
+    ----------
+    timing : bool
+        Record timing events around each frame's GPU work (GPU time and idle gap).
+    completion_thread : bool
+        Retire frames in a background thread as soon as their fences pass, so
+        callbacks run and ``result()`` returns without the submitting thread's help.
+    keep_results : bool
+        Queue completed frames for :meth:`FrameScheduler.poll`, except those
+        already asked for through their handle (see the delivery rule in
+        :class:`FrameScheduler`). Turn off when results are consumed through
+        handles or callbacks only.
+    max_queued_results : int
+        Most results waiting for ``poll()`` at once (each holds its pinned
+        readback buffers). What happens beyond is ``on_full``.
+    on_full : {"drop_oldest", "raise"}
+        ``"drop_oldest"``: the oldest waiting result is dropped, counted in
+        ``stats.dropped_results`` and logged once. ``"raise"``: nothing is
+        dropped, and the next ``begin_frame`` raises
+        :class:`~optixasync.errors.ResultsOverflowError` until ``poll()`` has
+        drained the queue (it may exceed the bound by the frames in flight).
+    stats_window : int
+        Frames whose :class:`FrameStats` are kept for summaries, timelines
+        and traces (the newest ones); whole-run counts and sums are kept apart.
+    """
+
+    timing: bool = True
+    completion_thread: bool = True
+    keep_results: bool = True
+    max_queued_results: int = 32
+    on_full: str = "drop_oldest"
+    stats_window: int = 4096
+
+    def __post_init__(self) -> None:
+        for name in ("max_queued_results", "stats_window"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if self.on_full not in OVERFLOW_POLICIES:
+            raise ValueError(f"on_full must be one of {OVERFLOW_POLICIES}, got {self.on_full!r}")

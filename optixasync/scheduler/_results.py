@@ -1,0 +1,231 @@
+"""What a completed frame hands out: its result (zero-copy readbacks), its handle, and the poll queue.
+
+A frame's readbacks land in pinned buffers leased for that frame from the
+context's pinned pool; the :class:`FrameResult` exposes numpy views of them,
+so retiring a frame copies nothing. An array stays valid as long as anyone
+holds it (the view keeps its buffer alive); :meth:`FrameResult.release`
+drops the result's own references so the buffers go back to the pool, and
+:meth:`FrameResult.copy` makes pageable copies to keep for longer without
+holding pinned memory.
+
+Blocking calls
+--------------
+:meth:`FrameHandle.result` waits for its own frame (by design, that is the
+call). Nothing else here waits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import FrameAbortedError
+from ._stats import FrameStats
+
+if TYPE_CHECKING:
+    from ._scheduler import FrameScheduler
+
+__all__ = ["FrameHandle", "FrameResult", "ResultQueue"]
+
+
+class FrameResult:
+    """A completed frame: its readbacks and its stats.
+
+    Attributes
+    ----------
+    index : int
+        The frame number.
+    stats : FrameStats
+    readbacks : dict of str to numpy.ndarray
+        Zero-copy views of the frame's pinned readback buffers, by the names
+        given to :meth:`Frame.readback` (empty once released).
+
+    Notes
+    -----
+    ``result["image"]`` is the same as ``result.readbacks["image"]``. Use the
+    result as a context manager (``with result: ...``) or call
+    :meth:`release` when done, so the pinned buffers return to the pool
+    right away; keep data with :meth:`copy`.
+    """
+
+    __slots__ = ("index", "stats", "readbacks", "_released")
+
+    def __init__(self, index: int, readbacks: dict[str, np.ndarray], stats: FrameStats) -> None:
+        self.index = index
+        self.readbacks = readbacks
+        self.stats = stats
+        self._released = False
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if self._released:
+            raise RuntimeError(f"frame {self.index}'s result was released; copy() what you need to keep before that")
+        try:
+            return self.readbacks[name]
+        except KeyError:
+            raise KeyError(f"frame {self.index} has no readback {name!r}; it has {sorted(self.readbacks)}") from None
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`release` was called."""
+        return self._released
+
+    def copy(self) -> FrameResult:
+        """A result with pageable copies of the readbacks, independent of the pinned pool."""
+        if self._released:
+            raise RuntimeError(f"frame {self.index}'s result was released: nothing left to copy")
+        return FrameResult(self.index, {name: view.copy() for name, view in self.readbacks.items()}, self.stats)
+
+    def release(self) -> None:
+        """Drop this result's references to its pinned buffers (they return to the pool once no array refers to them)."""
+        self._released = True
+        self.readbacks = {}
+
+    def __enter__(self) -> FrameResult:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        state = "released" if self._released else f"readbacks={sorted(self.readbacks)}"
+        return f"<FrameResult {self.index} {state}>"
+
+
+class FrameHandle:
+    """A future for one submitted frame (``frame.handle``).
+
+    Asking for the result before the frame completes (:meth:`result`,
+    ``await``, :meth:`add_done_callback`) claims it for the handle: the
+    result is then not also queued for :meth:`FrameScheduler.poll`.
+    """
+
+    def __init__(self, index: int, scheduler: FrameScheduler) -> None:
+        self.index = index
+        self._done = threading.Event()
+        self._result: FrameResult | None = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[FrameHandle], None]] = []
+        self._lock = threading.Lock()
+        self._scheduler = scheduler
+        self.claimed = False  # someone asked through the handle: its result skips the poll queue
+
+    def done(self) -> bool:
+        """Whether the frame has completed and been retired (never blocks)."""
+        return self._done.is_set()
+
+    def _claim(self) -> None:
+        if not self.claimed:
+            self.claimed = True
+            if self._done.is_set():
+                self._scheduler._discard_result(self.index)  # consumed here: not also kept for poll()
+
+    def result(self, timeout: float | None = None) -> FrameResult:
+        """The frame's result, waiting for this frame only (``timeout`` in seconds, in total).
+
+        Raises
+        ------
+        TimeoutError
+            If the frame did not complete within ``timeout`` seconds.
+        FrameAbortedError
+            If recording the frame raised.
+        """
+        self._claim()
+        if not self._done.is_set():
+            deadline = None if timeout is None else time.perf_counter() + timeout
+            if not self._scheduler._wait_for(self, deadline):
+                raise TimeoutError(f"frame {self.index} did not complete within {timeout} s")
+        if self._error is not None:
+            raise FrameAbortedError(f"frame {self.index} was aborted: {self._error!r}") from self._error
+        assert self._result is not None
+        return self._result
+
+    def add_done_callback(self, fn: Callable[[FrameHandle], None]) -> None:
+        """Call ``fn(handle)`` when the frame completes (in the completion thread), or now if it has."""
+        self._claim()
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def __await__(self):
+        """``await handle`` gives the :class:`FrameResult` without blocking the event loop."""
+        import asyncio
+
+        self._claim()
+        loop = asyncio.get_running_loop()
+        if not self._scheduler._threaded and not self.done():
+            return loop.run_in_executor(None, self.result).__await__()
+        future = loop.create_future()
+
+        def _set(handle: FrameHandle) -> None:
+            if future.done():
+                return
+            if handle._error is not None:
+                future.set_exception(FrameAbortedError(f"frame {handle.index} was aborted: {handle._error!r}"))
+            else:
+                future.set_result(handle._result)
+
+        self.add_done_callback(lambda handle: loop.call_soon_threadsafe(_set, handle))
+        return future.__await__()
+
+    def _finish(self, result: FrameResult | None, error: BaseException | None) -> list[Callable]:
+        with self._lock:
+            self._result, self._error = result, error
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        return callbacks
+
+    def __repr__(self) -> str:
+        return f"<FrameHandle {self.index} {'done' if self.done() else 'pending'}>"
+
+
+class ResultQueue:
+    """Completed frames waiting for ``poll()``: in order, bounded, with the overflow policy.
+
+    Parameters
+    ----------
+    bound : int
+        Most results held.
+    drop_oldest : bool
+        True: a result beyond the bound pushes out the oldest (counted in
+        :attr:`dropped`). False: nothing is dropped; :attr:`overflowing`
+        says the bound is exceeded, for the producer to raise.
+    """
+
+    def __init__(self, bound: int, drop_oldest: bool) -> None:
+        self.bound = int(bound)
+        self.drop_oldest = bool(drop_oldest)
+        self._items: OrderedDict[int, FrameResult] = OrderedDict()
+        self.dropped = 0
+
+    def put(self, result: FrameResult) -> FrameResult | None:
+        """Queue ``result``; returns the result dropped to make room, if any."""
+        self._items[result.index] = result
+        if self.drop_oldest and len(self._items) > self.bound:
+            self.dropped += 1
+            return self._items.popitem(last=False)[1]
+        return None
+
+    def discard(self, index: int) -> None:
+        """Forget frame ``index``'s result (it was consumed through its handle)."""
+        self._items.pop(index, None)
+
+    def take_all(self) -> list[FrameResult]:
+        """Every queued result, oldest first, leaving the queue empty."""
+        items = list(self._items.values())
+        self._items.clear()
+        return items
+
+    @property
+    def overflowing(self) -> bool:
+        return len(self._items) > self.bound
+
+    def __len__(self) -> int:
+        return len(self._items)
+

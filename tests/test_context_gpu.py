@@ -1,0 +1,76 @@
+"""Context lifetime and ownership on the GPU: every resource closes with its context, foreign ones are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import optixasync
+from optixasync import AccelOptions, CudaError, Instance, TriangleInput
+from optixasync.render import PathTracer, RenderOptions
+from optixasync.scene import cornell_box
+from optixasync.scheduler import FrameScheduler
+from optixasync.testing import BUSY_PARAMS, DEFAULT_TRIANGLE, BusyWorkload
+
+pytestmark = pytest.mark.gpu
+
+
+def test_close_releases_every_resource_however_it_was_made(ctx):
+    before = ctx.memory.used_bytes()
+    other = optixasync.Context(warm_up=False)
+    module = other.create_module("busy.cu")
+    busy = BusyWorkload(other)  # made with the constructors, not the factories
+    gas = other.create_geometry_accel(TriangleInput(DEFAULT_TRIANGLE))
+    ias = other.create_instance_accel([Instance(gas)])
+    sched = FrameScheduler(other, 2, params_dtype=BUSY_PARAMS)
+    tracer = PathTracer(other, cornell_box(), RenderOptions(width=32, height=32, spp=1))
+    with sched.frame() as f:
+        busy.record(f, spin_ns=0, scale=1.0, n_out=8)
+    other.close()
+    assert other.closed and other.handle == 0
+    assert module.handle == 0 and busy.pipeline.handle == 0 and busy.module.handle == 0
+    assert gas.handle == 0 and ias.handle == 0 and gas.buffer is None
+    assert sched.closed and tracer.program.pipeline.handle == 0
+    other.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        other.create_module("busy.cu")
+    import cupy
+
+    cupy.cuda.Device().synchronize()  # the test may wait: the stream-ordered frees have run
+    assert ctx.memory.used_bytes() == before  # the closed context left no device memory behind, `f` alive or not
+
+
+def test_objects_of_another_context_are_refused(ctx):
+    with optixasync.Context(warm_up=False) as other:
+        module = other.create_module("busy.cu")
+        raygen = other.create_raygen(module, "__raygen__busy")
+        with pytest.raises(ValueError, match="another context"):
+            ctx.create_pipeline([raygen])
+        with pytest.raises(ValueError, match="another context"):
+            ctx.create_sbt(raygen)
+        gas = other.create_geometry_accel(TriangleInput(DEFAULT_TRIANGLE))
+        with pytest.raises(ValueError, match="another context"):
+            ctx.create_instance_accel([Instance(gas)])
+        busy = BusyWorkload(other)
+        sched = FrameScheduler(ctx, 1, params_dtype=BUSY_PARAMS)
+        with pytest.raises(ValueError, match="another context"):
+            with sched.frame() as f:
+                busy.record(f, spin_ns=0, scale=1.0)
+        sched.close()
+
+
+def test_cuda_failures_are_cuda_errors(ctx):
+    with pytest.raises(CudaError, match="cudaErrorMemoryAllocation") as info:
+        ctx.memory.alloc(1 << 52, ctx.stream)  # 4 PiB
+    assert info.value.status == 2
+    gas = ctx.create_geometry_accel(TriangleInput(DEFAULT_TRIANGLE), AccelOptions(allow_update=True))
+    gas.refit(DEFAULT_TRIANGLE + np.float32(0.5))  # the context still works
+    ctx.stream.synchronize()
+
+
+def test_a_missing_device_is_a_cuda_error():
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    with pytest.raises(CudaError, match="device"):
+        optixasync.Context(device=count + 3, warm_up=False)
