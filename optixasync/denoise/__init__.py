@@ -1,0 +1,136 @@
+"""Denoising on the frame stream, with Intel Open Image Denoise (OIDN) as the backend.
+
+:class:`Denoiser` runs OIDN's ``RT`` filter (HDR or LDR color, optional
+albedo and normal guides, clean or prefiltered guides, three quality modes)
+on device arrays, enqueued on a non-blocking CUDA stream of our own:
+``denoise()`` returns without waiting. A CPU variant (OIDN's CPU device,
+numpy arrays) serves tests and machines without a GPU.
+:func:`available_denoisers` tells which backends work here, and why not.
+
+Install with ``pip install 'optixasync[denoise]'`` (the ``pyoidn`` wheel,
+which bundles OIDN's C libraries). OIDN is loaded on first use; without it
+the denoiser raises :class:`MissingExtraError`.
+
+Why OIDN and not the OptiX AI denoiser
+--------------------------------------
+The OptiX denoiser needs the driver's weights file
+``/usr/share/nvidia/nvoptix.bin``, which many containers lack (it comes with
+the driver's graphics capability): on our H200 host ``optixDenoiserCreate``
+returns 7990 for that reason. optixasync has no OptiX-denoiser backend
+because we cannot verify one on a GPU that has the weights;
+:func:`available_denoisers` reports its status. OIDN 2.x runs on CUDA
+(1920x1080 HDR in 3.38 ms of GPU time on an H200; ``oidnExecuteFilterAsync``
+returns to the host in 0.16 ms), on the stream we give it.
+
+Why OIDN's C API through ctypes, not ``pyoidn``'s Python API
+------------------------------------------------------------
+We need (a) a CUDA device bound to our stream (``oidnNewCUDADevice`` with
+a device id and a stream), (b) our device pointers used without a copy,
+(c) asynchronous execution (``oidnExecuteFilterAsync``) and (d) the CPU
+device for tests. ``pyoidn``'s classes give (d) but not (a)-(c) for CuPy:
+``Device.from_torch`` is the only way to a CUDA device and needs PyTorch,
+``Filter.set_image`` takes numpy arrays, OIDN buffers or PyTorch tensors
+and silently ignores anything else (a CuPy array) when PyTorch is
+installed, and ``import pyoidn`` imports PyTorch when it is installed. Its
+wrappers do not check errors either. So we use only the C library bundled
+in the wheel (located with ``importlib.util.find_spec("pyoidn")``, none of
+its Python code runs) through our own ctypes declarations of the ~25
+functions of ``oidn.h`` we call, as optixasync does for the OptiX driver
+library: no compile step, the GIL released during every call, and exactly
+the calls we audit below (ctypes rather than cffi: plain C functions need
+nothing more than the standard library). On a GPU host, a ``pyoidn`` with
+only its CUDA device library is enough; a library on ``LD_LIBRARY_PATH``
+is found too. Device arrays are shared with OIDN through
+``oidnSetSharedFilterImage`` (pointer, pixel and row byte strides): the
+same zero-copy sharing as ``oidnNewSharedBuffer`` + ``oidnSetFilterImage``,
+without one more OIDN object per array to create and release.
+
+Frames in flight
+----------------
+All of a denoiser's work runs on its stream, in submission order; inputs
+are read and the output written after ``denoise()`` returns. Until that
+work has passed, the caller must not write the inputs, read the output or
+free them; pass ``stream=`` (the stream producing the inputs) to order the
+work with that stream without a host wait. OIDN binds image pointers to a
+committed filter, so the denoiser keeps one committed filter set per buffer
+set, in a bounded cache (``DenoiseOptions.max_filters``): N frame slots with
+N buffer sets each reuse their own filters, and a steady-state frame makes
+no commit, only the executions. Measured on OIDN 2.5.1's CPU device (a
+2-core host): re-binding a filter to new pointers and committing costs
+0.05 to 0.15 ms of host time and does not re-initialize the filter (the
+next execution takes as long as the ones before; OIDN's device-independent
+core makes that decision, so the CUDA device should behave the same: to be
+confirmed on the GPU under ``optixasync syncwatch``), while a commit that
+changes the size re-initializes it (3 ms of host time at 256x320, then a
+slower first execution: allocation and weight preparation; on CUDA, device
+allocations). A cache hit costs about 2 us, checking the four arrays about
+25 us of Python.
+When the cache is full, a new buffer set takes over the least recently used
+filters by such a pointer-only re-bind, rather than releasing filters that
+queued work may still use.
+
+Blocking calls
+--------------
+Set-up time (never on the frame path):
+
+* ``Denoiser()``: ``oidnIsCUDADeviceSupported`` and ``oidnNewCUDADevice`` +
+  ``oidnCommitDevice`` initialise OIDN's CUDA runtime on the device, query
+  it and load its kernels (the first time, CUDA initialisation); a CPU
+  device starts a thread pool. The first use also loads OIDN's libraries.
+* ``prepare()``, or the first ``denoise()`` of a buffer set:
+  ``oidnNewFilter`` + ``oidnCommitFilter``. The first commit of a filter
+  initialises it (OIDN may defer part of that to the first execution):
+  builds the network, plans and allocates its scratch memory (on CUDA
+  ``cudaMalloc``, which may synchronize the device) and prepares the weights.
+  Call ``prepare()`` once per frame slot's buffers before the frame loop.
+* With ``prefilter_aux=True``, the first binding after creation or a resize
+  allocates two OIDN buffers for the prefiltered guides (``oidnNewBuffer``:
+  ``cudaMalloc``).
+* A buffer set that takes over cached filters (the cache is full) re-sets
+  images and commits: with the same strides and in-place mode as the
+  filters had, a pointer-only change that does not re-initialize (measured
+  on the CPU device); otherwise a re-initialization, as a first commit.
+  Size ``max_filters`` to the number of buffer sets to avoid this.
+* ``resize()``: ``oidnSyncDevice`` (waits for the queued work, because it
+  releases the filters and buffers that work uses), then
+  ``oidnReleaseFilter`` / ``oidnReleaseBuffer`` (``cudaFree`` may
+  synchronize the device); the next binding of each buffer set commits
+  again at the new size, as above.
+* ``available_denoisers()``: creates, commits and releases one OIDN device
+  per backend (diagnostics).
+
+Fences (waiting is what they are for):
+
+* ``synchronize()``: ``oidnSyncDevice``, waits for all the denoiser's work.
+* ``close()``: ``oidnSyncDevice``, then releases filters, buffers and the
+  device. A denoiser garbage-collected without ``close()`` is closed then,
+  with a ``ResourceWarning``.
+* ``oidnExecuteFilter`` (the synchronous variant) is never used on 'cuda';
+  a 'cpu' denoiser uses it by design (the host is its device).
+
+The frame path (``denoise()`` of a cached buffer set) calls only
+``oidnExecuteFilterAsync`` (one per filter: 1, or 3 with prefiltered
+guides), ``oidnGetDeviceError`` (reads a stored error code: errors of GPU
+work appear at a later call) and, with ``stream=`` another stream,
+``cudaEventRecord`` + ``cudaStreamWaitEvent``: none of them waits. The
+``stream`` field of ``__cuda_array_interface__`` is ignored rather than
+waited on.
+"""
+
+from __future__ import annotations
+
+from ._available import OPTIX_WEIGHTS_FILE, available_denoisers
+from ._denoiser import Denoiser, DenoiserStats
+from ._errors import DenoiseError, MissingExtraError, OidnError
+from ._options import DenoiseOptions
+
+__all__ = [
+    "DenoiseError",
+    "DenoiseOptions",
+    "Denoiser",
+    "DenoiserStats",
+    "MissingExtraError",
+    "OPTIX_WEIGHTS_FILE",
+    "OidnError",
+    "available_denoisers",
+]
