@@ -132,8 +132,19 @@ class AccelStructure:
         self._refits_since_build = 0
         ctx.track(self)
 
+    def _check_open(self) -> None:
+        if self.buffer is None:
+            raise RuntimeError(f"this {type(self).__name__} is closed")
+
     def _use_stream(self, stream: Any) -> Any:
-        """``stream`` (default: the build stream) as a CuPy stream, ordered after the last operation."""
+        """``stream`` (default: the build stream) as a CuPy stream, ordered after the last operation.
+
+        Raises
+        ------
+        RuntimeError
+            If the structure is closed (every operation on it starts here).
+        """
+        self._check_open()
         stream = self.stream if stream is None else as_cupy_stream(stream)
         self.ready.order(stream)
         return stream
@@ -246,6 +257,7 @@ class AccelStructure:
         bool
             Whether the structure was compacted by this call.
         """
+        self._check_open()
         if not self.options.allow_compaction:
             raise ValueError("this structure was built without allow_compaction=True")
         if self.compacted:
@@ -275,6 +287,10 @@ class AccelStructure:
         return True
 
     def close(self) -> None:
-        """Release the buffers (freed in stream order) and forget the handle."""
+        """Release the buffers and the inputs uploaded for the build (freed in stream order); forget the handle."""
         self.buffer = self._temp_update = self._size_device = self._size_staging = None
+        self._release_inputs()
         self.handle = 0
+
+    def _release_inputs(self) -> None:
+        """Drop the device copies of the build inputs (each structure type knows its own)."""

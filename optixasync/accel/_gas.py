@@ -101,6 +101,11 @@ class GeometryAccel(AccelStructure):
                 tri.sbtIndexOffsetStrideInBytes = 4
         return structs
 
+    def _release_inputs(self) -> None:
+        self.inputs, self._device = [], []
+        self._structs = None
+        self._keep, self._vertex_pointers = [], []
+
     def refit(self, vertices: Any | Sequence[Any], stream: Any = None) -> None:
         """Move the vertices and update the structure in place (``OPTIX_BUILD_OPERATION_UPDATE``).
 

@@ -119,6 +119,10 @@ class InstanceAccel(AccelStructure):
         arr.numInstances = len(self.instances)
         arr.instanceStride = 0
 
+    def _release_inputs(self) -> None:
+        self._records = None
+        self._structs = None
+
     def rebuild(self, instances: Sequence[Instance] | None = None, stream: Any = None) -> None:
         """Rebuild over new or changed instances (new transforms, compacted or rebuilt children)."""
         if instances is not None:

@@ -17,7 +17,7 @@ host and the Python line that made it.
 
 from ._context import DeviceContext
 from ._deferred import DeferredRelease
-from ._errors import as_cuda_error, cuda_errors
+from ._errors import as_cuda_error, cuda_errors, reraise
 from ._events import EventPool, elapsed_ms, fence_event, record_event, synchronize, timing_event
 from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer
 from ._nvtx import enable_nvtx, nvtx_enabled, nvtx_range
@@ -48,6 +48,7 @@ __all__ = [
     "nvtx_enabled",
     "nvtx_range",
     "record_event",
+    "reraise",
     "spin_gpu",
     "stream_handle",
     "synchronize",

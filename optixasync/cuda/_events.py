@@ -10,9 +10,10 @@ that have passed) returns at once.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from ._errors import cuda_errors
+from ._errors import cuda_errors, reraise
 
 __all__ = ["EventPool", "elapsed_ms", "fence_event", "record_event", "synchronize", "timing_event"]
 
@@ -36,23 +37,34 @@ def timing_event() -> Any:
 def record_event(stream: Any, event: Any | None = None) -> Any:
     """Record ``event`` (a new fence event if None) on ``stream`` (a CuPy stream) and return it."""
     event = event if event is not None else fence_event()
-    with cuda_errors("cudaEventRecord"):
+    try:
         event.record(stream)
+    except Exception as exc:
+        reraise(exc, "cudaEventRecord")
     return event
 
 
 def elapsed_ms(start: Any, end: Any) -> float:
     """Milliseconds between two timing events that have both passed (never waits)."""
+    try:
+        return float(_get_elapsed_time()(start, end))
+    except Exception as exc:
+        reraise(exc, "cudaEventElapsedTime")
+
+
+@functools.lru_cache(maxsize=1)
+def _get_elapsed_time() -> Any:
     import cupy
 
-    with cuda_errors("cudaEventElapsedTime"):
-        return float(cupy.cuda.get_elapsed_time(start, end))
+    return cupy.cuda.get_elapsed_time
 
 
 def synchronize(event: Any, what: str = "waiting for GPU work") -> None:
     """Block the host until ``event`` has passed (the GIL is released); errors of the work surface here."""
-    with cuda_errors(what):
+    try:
         event.synchronize()
+    except Exception as exc:
+        reraise(exc, what)
 
 
 class EventPool:

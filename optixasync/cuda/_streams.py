@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Union
 
-from ._errors import cuda_errors
+from ._errors import cuda_errors, reraise
 
 __all__ = ["StreamLike", "as_cupy_stream", "create_stream", "stream_handle", "wait_event"]
 
@@ -81,12 +81,29 @@ def as_cupy_stream(stream: Any) -> Any:
     inner = getattr(stream, "stream", None)
     if isinstance(inner, kinds) and inner.ptr == handle:
         return inner
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)  # CuPy 14; ExternalStream before
+    if from_external is not None:
+        return from_external(_Handle(handle))
     return cupy.cuda.ExternalStream(handle)
+
+
+class _Handle:
+    """A raw stream handle presented through the CUDA stream protocol (for ``Stream.from_external``)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return 0, self.handle
 
 
 def wait_event(stream: Any, event: Any) -> None:
     """Make work enqueued on ``stream`` from now on wait (on the GPU, not the host) for ``event``."""
     import cupy
 
-    with cuda_errors("cudaStreamWaitEvent"):
+    try:
         cupy.cuda.runtime.streamWaitEvent(stream_handle(stream), event.ptr, 0)
+    except Exception as exc:
+        reraise(exc, "cudaStreamWaitEvent")

@@ -1,10 +1,12 @@
 """Per-frame measurements of the frame scheduler, kept in bounded memory, and their summary.
 
 The newest ``window`` frames keep their :class:`FrameStats` (for medians,
-percentiles, timelines and traces); every frame also feeds running totals
-(count, sum, min, max per measurement) that cover the whole run in constant
-memory. A render loop at thousands of frames per second for hours holds the
-same memory after an hour as after a minute.
+percentiles, timelines and traces); frames that leave the window are folded
+into running totals (count, sum, min, max per measurement), so together they
+cover the whole run in constant memory. Frames leave in batches of
+``window``, folded with numpy: recording a frame costs one list append on
+the completion thread. A render loop at thousands of frames per second for
+hours holds the same memory after an hour as after a minute.
 
 Blocking calls
 --------------
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -100,15 +101,21 @@ class RunningStat:
         self.low = math.inf
         self.high = -math.inf
 
-    def add(self, value: float) -> None:
-        if value != value:  # NaN: no measurement
-            return
-        self.count += 1
-        self.total += value
-        if value < self.low:
-            self.low = value
-        if value > self.high:
-            self.high = value
+    def add_many(self, values: np.ndarray) -> None:
+        """Fold an array of values in (NaN entries are no measurement)."""
+        values = values[~np.isnan(values)]
+        if values.size:
+            self.count += int(values.size)
+            self.total += float(values.sum())
+            self.low = min(self.low, float(values.min()))
+            self.high = max(self.high, float(values.max()))
+
+    def merged(self, values: np.ndarray) -> RunningStat:
+        """A copy of this stat with ``values`` folded in (this one unchanged)."""
+        out = RunningStat()
+        out.count, out.total, out.low, out.high = self.count, self.total, self.low, self.high
+        out.add_many(values)
+        return out
 
     def as_dict(self) -> dict[str, float]:
         if self.count == 0:
@@ -149,12 +156,8 @@ class SchedulerStats:
     ----------
     frames_total : int
         Frames retired since the scheduler was created (the window holds the newest ones).
-    waits_total : int
-        Of those, how many waited on their slot's fence.
     dropped_results : int
         Results dropped from the ``poll()`` queue by the ``drop_oldest`` policy.
-    totals : dict of str to RunningStat
-        Whole-run count/sum/min/max of each measurement in :data:`MEASUREMENTS`.
     gpu_origin_host : float
         ``time.perf_counter()`` just after the scheduler recorded its origin
         event on its (then idle) stream: the host time of GPU time 0 of
@@ -165,32 +168,49 @@ class SchedulerStats:
         if window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
         self.window = int(window)
-        self._frames: deque[FrameStats] = deque(maxlen=self.window)
+        self._frames: list[FrameStats] = []  # at most 2 * window: the oldest batch is folded when it fills
+        self._folded: dict[str, RunningStat] = {name: RunningStat() for name in MEASUREMENTS}
+        self._folded_waits = 0
         self.frames_total = 0
-        self.waits_total = 0
         self.dropped_results = 0
-        self.totals: dict[str, RunningStat] = {name: RunningStat() for name in MEASUREMENTS}
         self.gpu_origin_host = float("nan")
 
     def add(self, stats: FrameStats) -> None:
-        """Record one retired frame (the oldest of the window falls out when it is full)."""
+        """Record one retired frame (frames older than the window are folded into the totals in batches)."""
         self._frames.append(stats)
         self.frames_total += 1
-        self.waits_total += bool(stats.waited)
-        for name, running in self.totals.items():
-            running.add(float(getattr(stats, name)))
+        if len(self._frames) >= 2 * self.window:
+            self._fold(self._frames[: -self.window])
+            del self._frames[: -self.window]
+
+    def _fold(self, frames: list[FrameStats]) -> None:
+        for name, running in self._folded.items():
+            running.add_many(np.fromiter((getattr(f, name) for f in frames), np.float64, len(frames)))
+        self._folded_waits += sum(1 for f in frames if f.waited)
 
     @property
     def frames(self) -> list[FrameStats]:
-        """The kept frames, oldest first (a new list: the window of the newest ``window`` frames)."""
-        return list(self._frames)
+        """The kept frames, oldest first (a new list: the newest ``window`` frames)."""
+        return self._frames[-self.window :]
+
+    @property
+    def totals(self) -> dict[str, RunningStat]:
+        """Whole-run count/sum/min/max of each measurement in :data:`MEASUREMENTS` (computed on request)."""
+        pending = self._frames
+        return {name: running.merged(np.fromiter((getattr(f, name) for f in pending), np.float64, len(pending)))
+                for name, running in self._folded.items()}
+
+    @property
+    def waits_total(self) -> int:
+        """Frames of the whole run that waited on their slot's fence."""
+        return self._folded_waits + sum(1 for f in self._frames if f.waited)
 
     def covers(self) -> dict[str, int]:
         """Which frames the window holds: ``first`` and ``last`` index, ``kept``, ``frames_total``."""
-        if not self._frames:
+        kept = self.frames
+        if not kept:
             return {"first": -1, "last": -1, "kept": 0, "frames_total": self.frames_total}
-        return {"first": self._frames[0].index, "last": self._frames[-1].index, "kept": len(self._frames),
-                "frames_total": self.frames_total}
+        return {"first": kept[0].index, "last": kept[-1].index, "kept": len(kept), "frames_total": self.frames_total}
 
     def summary(self, skip: int = 0, count: int | None = None) -> dict[str, Any]:
         """Median, p95 and mean of each measurement over the kept frames after the first ``skip`` (``count`` of them).
@@ -201,7 +221,7 @@ class SchedulerStats:
         (which frames the numbers come from), ``dropped_results`` and
         ``whole_run`` (count/mean/min/max of each measurement over every frame).
         """
-        kept = list(self._frames)
+        kept = self.frames
         frames = kept[skip:] if count is None else kept[skip : skip + count]
         out: dict[str, Any] = {"frames": len(frames)}
         for name in MEASUREMENTS:
@@ -228,7 +248,7 @@ class SchedulerStats:
     def to_json(self, path: str | None = None, skip: int = 0) -> str:
         """JSON with the summary, which frames it covers, and every kept frame; written to ``path`` when given."""
         text = json.dumps({"summary": self.summary(skip), "covers": self.covers(),
-                           "frames": [asdict(f) for f in self._frames]}, indent=1)
+                           "frames": [asdict(f) for f in self.frames]}, indent=1)
         if path is not None:
             with open(path, "w") as f:
                 f.write(text)

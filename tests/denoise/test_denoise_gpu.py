@@ -81,7 +81,7 @@ def test_denoise_returns_without_waiting(cupy, stream, scene_factory) -> None:
             den.denoise(color, output, albedo, normal)
             host_ms.append(1e3 * (time.perf_counter() - t0))
             end.record(stream)
-            done_at_return.append(end.query())
+            done_at_return.append(end.done)
             end.synchronize()
             gpu_ms.append(cupy.cuda.get_elapsed_time(start, end))
         result = output.get(stream=stream)  # waits for the stream: the fence
