@@ -31,12 +31,28 @@ OA_PROGRAM __raygen__pathtrace() {
     const pt::PinholeCamera camera = pt::pinhole_camera(P);
 
     float4 sum = P.accumulate ? P.accum[pixel] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const bool aovs = P.aov_sums != nullptr;
+    float4 albedo_sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float4 normal_sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (aovs && P.accumulate) {
+        albedo_sum = P.aov_sums[2u * pixel];
+        normal_sum = P.aov_sums[2u * pixel + 1u];
+    }
     for (unsigned int s = 0; s < P.spp; ++s) {
         pt::Pcg32 rng = pt::sample_rng(key, P.sample_offset + s);
         // Box filter: a uniform point in the pixel.
         const float jx = rng.uniform();
         const float jy = rng.uniform();
-        const float3 L = pt::trace_path(P, camera.origin(), camera.direction(idx.x, idx.y, jx, jy), rng);
+        pt::FirstHit first;
+        const float3 L = pt::trace_path(P, camera.origin(), camera.direction(idx.x, idx.y, jx, jy), rng, first);
+        if (aovs) {
+            albedo_sum.x += first.albedo.x;
+            albedo_sum.y += first.albedo.y;
+            albedo_sum.z += first.albedo.z;
+            normal_sum.x += first.normal.x;
+            normal_sum.y += first.normal.y;
+            normal_sum.z += first.normal.z;
+        }
         // Samples are added one by one, in sample order, whatever the launch split: the sums are reproducible.
         if (pt::is_finite(L.x + L.y + L.z)) {
             sum.x += L.x;
@@ -50,6 +66,14 @@ OA_PROGRAM __raygen__pathtrace() {
     if (P.image) {
         P.image[pixel] = make_uchar4(pt::srgb8(sum.x * P.inv_total), pt::srgb8(sum.y * P.inv_total),
                                      pt::srgb8(sum.z * P.inv_total), 255);
+    }
+    if (aovs) {  // the denoiser's inputs: running means of the colour and the first hit's albedo and normal
+        const float k = P.inv_total;
+        P.aov_sums[2u * pixel] = albedo_sum;
+        P.aov_sums[2u * pixel + 1u] = normal_sum;
+        P.color[pixel] = make_float4(sum.x * k, sum.y * k, sum.z * k, 1.0f);
+        P.albedo[pixel] = make_float4(albedo_sum.x * k, albedo_sum.y * k, albedo_sum.z * k, 1.0f);
+        P.normal[pixel] = make_float4(normal_sum.x * k, normal_sum.y * k, normal_sum.z * k, 0.0f);
     }
 }
 

@@ -28,6 +28,18 @@ namespace pt {
 // (= mesh index), or NO_HIT, which the miss program writes.
 constexpr unsigned int NO_HIT = 0xFFFFFFFFu;
 
+// What the camera ray found, for the denoiser's guides: the albedo of the surface and its normal facing the
+// camera (zero on a miss). Emitters count with their emission clamped to [0, 1], the denoiser's convention
+// for the colour of a light.
+struct FirstHit {
+    float3 albedo = make_float3(0.0f, 0.0f, 0.0f);
+    float3 normal = make_float3(0.0f, 0.0f, 0.0f);
+};
+
+__forceinline__ __device__ float3 clamp01(float3 a) {
+    return make_float3(fminf(fmaxf(a.x, 0.0f), 1.0f), fminf(fmaxf(a.y, 0.0f), 1.0f), fminf(fmaxf(a.z, 0.0f), 1.0f));
+}
+
 // Unit geometric normal of triangle `prim` of a mesh; its front side is the one the winding is
 // counter-clockwise from.
 __forceinline__ __device__ float3 triangle_normal(const MeshRecord& mesh, unsigned int prim) {
@@ -39,8 +51,11 @@ __forceinline__ __device__ float3 triangle_normal(const MeshRecord& mesh, unsign
     return normalize(cross(v1 - v0, v2 - v0));
 }
 
-// Radiance arriving at `origin` from `direction` (unit), estimated by one path.
-__forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 origin, float3 direction, Pcg32& rng) {
+// Radiance arriving at `origin` from `direction` (unit), estimated by one path; `first` receives what the
+// camera ray hit. (Taken by reference and always written, a few instructions per path: a pointer that may
+// be null made the compiler keep the struct in local memory.)
+__forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 origin, float3 direction, Pcg32& rng,
+                                             FirstHit& first) {
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
     float3 beta = make_float3(1.0f, 1.0f, 1.0f);  // path throughput
     float prev_pdf = 0.0f;     // solid-angle pdf of the BSDF sample that produced the current ray
@@ -56,6 +71,11 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         float3 n = triangle_normal(mesh, hit[1]);
         const float cos_out = -dot(n, direction);  // > 0: the ray arrived on the front side
         const unsigned int flags = mesh.flags;
+        if (depth == 1) {
+            first.normal = cos_out > 0.0f ? n : -n;
+            const float3 glow = (flags & MESH_EMISSIVE) ? mesh.emission : make_float3(0.0f, 0.0f, 0.0f);
+            first.albedo = clamp01(mesh.reflectance + glow);
+        }
 
         // Emission reached by this ray. The camera ray has no other way to find it and counts it fully, as
         // does a ray from a delta lobe; any other BSDF-sampled ray shares it with light sampling (the weights

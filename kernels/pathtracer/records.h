@@ -54,4 +54,11 @@ struct PathTracerParams {
     unsigned int rr_depth;
     unsigned int num_emitters;       // emissive triangles (0: no light sampling)
     float inv_total;                 // 1 / (sample_offset + spp), for the tonemapped mean
+    // Denoiser inputs (all null, or all set): running sums of the first hit's albedo and normal, accumulated
+    // like `accum` (2 float4 per pixel: albedo rgb, normal xyz), and the means of the colour, albedo and
+    // normal written after each launch.
+    float4* aov_sums;
+    float4* color;                   // mean radiance, rgb (w = 1)
+    float4* albedo;                  // mean first-hit albedo, rgb in [0, 1] (w = 1)
+    float4* normal;                  // mean first-hit normal, facing the camera, xyz in [-1, 1] (w = 0)
 };

@@ -123,8 +123,11 @@ from ._available import OPTIX_WEIGHTS_FILE, available_denoisers
 from ._denoiser import Denoiser, DenoiserStats
 from ._errors import DenoiseError, MissingExtraError, OidnError
 from ._options import DenoiseOptions
+from ._stage import GUIDED, FrameDenoiser
 
 __all__ = [
+    "FrameDenoiser",
+    "GUIDED",
     "DenoiseError",
     "DenoiseOptions",
     "Denoiser",

@@ -17,11 +17,12 @@ from ._layout import EMITTER_TRIANGLE, MESH_RECORD, PATH_PARAMS
 from ._options import RenderOptions
 from ._output import ImageWriter, write_image
 from ._params import fill_params, launch_plan, mesh_records
-from ._pathtracer import PathTracer
+from ._pathtracer import DenoiseInputs, PathTracer
 from ._program import PathTracerProgram
-from ._tonemap import srgb_to_linear, tonemap_srgb
+from ._tonemap import srgb_to_linear, tonemap_device, tonemap_srgb
 
 __all__ = [
+    "DenoiseInputs",
     "DeviceScene",
     "EMITTER_TRIANGLE",
     "EmitterTable",
@@ -40,6 +41,7 @@ __all__ = [
     "launch_plan",
     "mesh_records",
     "srgb_to_linear",
+    "tonemap_device",
     "tonemap_srgb",
     "write_image",
 ]

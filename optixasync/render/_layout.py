@@ -20,6 +20,7 @@ PATH_PARAMS: np.dtype = struct_dtype([
     ("eye", "float3"), ("cam_u", "float3"), ("cam_v", "float3"), ("cam_w", "float3"),
     ("width", "uint"), ("height", "uint"), ("sample_offset", "uint"), ("spp", "uint"), ("accumulate", "uint"),
     ("seed", "uint"), ("max_depth", "uint"), ("rr_depth", "uint"), ("num_emitters", "uint"), ("inv_total", "float"),
+    ("aov_sums", "ptr"), ("color", "ptr"), ("albedo", "ptr"), ("normal", "ptr"),
 ])
 
 #: ``MeshRecord``: one per mesh (= build input = SBT GAS index), read by the raygen at every hit.

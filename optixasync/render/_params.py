@@ -39,12 +39,13 @@ def launch_plan(total: int, per_launch: int) -> list[tuple[int, int]]:
 
 def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: int, image: int, meshes: int,
                 emitters: int, num_emitters: int, handle: int, sample_offset: int, spp: int,
-                basis: tuple[np.ndarray, ...] | None = None) -> None:
+                basis: tuple[np.ndarray, ...] | None = None, aovs: tuple[int, int, int, int] | None = None) -> None:
     """Write ``PathTracerParams`` into ``params`` (a numpy scalar of :data:`PATH_PARAMS`, pinned or not).
 
     ``accum``, ``image``, ``meshes`` and ``emitters`` are device addresses (``image`` 0: no tonemap).
     A launch with ``sample_offset`` 0 overwrites the accumulation; later ones add to it. ``basis`` is
-    ``camera.basis(width, height)`` when the caller has it already.
+    ``camera.basis(width, height)`` when the caller has it already. ``aovs`` is the device addresses of
+    (AOV sums, colour, albedo, normal) for a launch that writes the denoiser's inputs (None: it does not).
     """
     eye, u, v, w = basis if basis is not None else camera.basis(options.width, options.height)
     params["accum"], params["image"], params["meshes"], params["emitters"] = accum, image, meshes, emitters
@@ -55,6 +56,7 @@ def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: i
     params["seed"], params["max_depth"], params["rr_depth"] = options.seed, options.max_depth, options.rr_depth
     params["num_emitters"] = num_emitters
     params["inv_total"] = 1.0 / (sample_offset + spp)
+    params["aov_sums"], params["color"], params["albedo"], params["normal"] = aovs if aovs is not None else (0, 0, 0, 0)
 
 
 def mesh_records(scene: Scene, vertex_pointers: list[int], index_pointers: list[int],

@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ..cuda import GpuSpan, GpuTimer, as_cupy_stream, elapsed_ms, synchronize
+from ..cuda import GpuSpan, GpuTimer, Readiness, as_cupy_stream, elapsed_ms, synchronize
 from ..scene import Camera, Scene
 from ..validation import coerce_options
 from ._device_scene import DeviceScene, check_scene, host_emitter_table
@@ -59,10 +59,23 @@ if TYPE_CHECKING:
     from ..cuda import DeviceContext
     from ..scheduler import Frame
 
-__all__ = ["PROGRESS_SAMPLES_PER_LAUNCH", "PathTracer"]
+__all__ = ["PROGRESS_SAMPLES_PER_LAUNCH", "DenoiseInputs", "PathTracer"]
 
 #: Samples per launch of :meth:`PathTracer.render` when a progress callback is given and the options say 0.
 PROGRESS_SAMPLES_PER_LAUNCH = 16
+
+
+class DenoiseInputs(NamedTuple):
+    """A frame's denoiser inputs: (height, width, 4) float32 device arrays of the frame's slot, running means.
+
+    ``color`` is the mean radiance (rgb, w = 1), ``albedo`` the mean first-hit
+    albedo in [0, 1], ``normal`` the mean first-hit normal facing the camera
+    (xyz in [-1, 1], w = 0). Written by the frame's launch, on its stream.
+    """
+
+    color: Any
+    albedo: Any
+    normal: Any
 
 
 class PathTracer:
@@ -137,6 +150,10 @@ class PathTracer:
         self.accel = self.device_scene.accel
         self.emitters = self.device_scene.emitters
         self._accum = ctx.memory.empty((self.options.height, self.options.width, 4), np.float32, self.stream)
+        self._aov_sums: Any = None  # the denoiser inputs' running sums, made on the first frame that asks
+        self._aov_current = False  # whether those sums cover every sample in the accumulation
+        self._buffers = Readiness()
+        self._buffers.record(self.stream)  # the accumulation's allocation: frames on other streams come after it
         ctx.track(self)
 
     # -- properties ----------------------------------------------------------------------------------------------
@@ -206,11 +223,26 @@ class PathTracer:
         if self._closed:
             raise RuntimeError("this PathTracer is closed")
 
-    def _fill(self, params: Any, *, accum: Any, image: int, sample_offset: int, spp: int) -> None:
+    def _fill(self, params: Any, *, accum: Any, image: int, sample_offset: int, spp: int,
+              aovs: tuple[int, int, int, int] | None = None) -> None:
         scene = self.device_scene
         fill_params(params, options=self.options, camera=self.camera, accum=int(accum.data.ptr), image=image,
                     meshes=scene.records_pointer, emitters=scene.emitters_pointer, num_emitters=len(scene.emitters),
-                    handle=scene.handle, sample_offset=sample_offset, spp=spp, basis=self._camera_basis())
+                    handle=scene.handle, sample_offset=sample_offset, spp=spp, basis=self._camera_basis(), aovs=aovs)
+
+    def _order(self, stream: Any) -> int:
+        """Make ``stream`` wait (on the GPU) for the scene's set-up, its last structure update and our buffers."""
+        self._buffers.order(stream)
+        return self.device_scene.order(stream)
+
+    def _denoise_inputs(self, frame: Frame) -> tuple[DenoiseInputs, tuple[int, int, int, int]]:
+        opts = self.options
+        shape = (opts.height, opts.width, 4)
+        if self._aov_sums is None:  # made on the frames' stream, which is the only one that uses it
+            self._aov_sums = self.ctx.memory.empty((opts.height, opts.width, 2, 4), np.float32, frame.stream)
+        inputs = DenoiseInputs(*(frame.buffer(name, shape, np.float32) for name in ("color", "albedo", "normal")))
+        pointers = (int(self._aov_sums.data.ptr), *(int(a.data.ptr) for a in inputs))
+        return inputs, pointers  # type: ignore[return-value]
 
     # -- progressive -----------------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -231,13 +263,20 @@ class PathTracer:
         self.device_scene.refit(self.stream if stream is None else stream)
         self.reset()
 
-    def record(self, frame: Frame, spp: int = 1, *, readback: str | None = "image", camera: Camera | None = None) -> None:
+    def record(self, frame: Frame, spp: int = 1, *, readback: str | None = "image", camera: Camera | None = None,
+               denoise_inputs: bool = False) -> DenoiseInputs | None:
         """Launch ``spp`` more samples per pixel into the accumulation, inside ``frame``.
 
         The running mean is tonemapped to sRGB ``uint8`` (height, width, 4) (alpha 255) into
         ``frame.buffer("image", ...)`` by the same launch, and read back as ``result[readback]``
         (``readback=None``: no readback). A ``camera`` different from the current one restarts the
         accumulation. One ``record`` per frame: it is the frame's launch and fills ``frame.params``.
+
+        With ``denoise_inputs``, the same launch also writes the denoiser's inputs into the frame's
+        ``color``, ``albedo`` and ``normal`` buffers (float32 (height, width, 4), running means) and
+        returns them as :class:`DenoiseInputs`; the frames' albedo and normal sums restart with the
+        accumulation. The radiance is the same with or without them. Asking for them after frames
+        that did not restarts the accumulation (their sums would not cover the earlier samples).
         """
         self._check_open()
         spp = positive_int("spp", spp)
@@ -249,22 +288,28 @@ class PathTracer:
             raise RuntimeError("this frame has already launched with its parameters: call record() once per frame")
         if self._samples + spp > MAX_SAMPLES:
             raise ValueError(f"{self._samples} + {spp} samples exceed the kernel's 32-bit sample index; reset() first")
+        if denoise_inputs and self._samples > 0 and not self._aov_current:
+            self.reset()
         params = frame.params
         if params is None or params.dtype != PATH_PARAMS:
             raise ValueError("the frame's parameters do not have the path tracer's layout: create the scheduler "
                              "with FrameScheduler(ctx, n, params_dtype=tracer.params_dtype)")
-        handle = self.device_scene.order(frame)  # the frame as the stream: its GPU time starts here
+        handle = self._order(frame)  # the frame as the stream: its GPU time starts here
         stream = frame.stream
         self.device_scene.compact(stream)  # once the size has arrived; never waits
         opts = self.options
         image = frame.buffer("image", (opts.height, opts.width, 4), np.uint8)
-        self._fill(params, accum=self._accum, image=int(image.data.ptr), sample_offset=self._samples, spp=spp)
+        inputs, aovs = self._denoise_inputs(frame) if denoise_inputs else (None, None)
+        self._fill(params, accum=self._accum, image=int(image.data.ptr), sample_offset=self._samples, spp=spp,
+                   aovs=aovs)
         span = self._timer.start(stream)
         frame.launch(self.program.pipeline, self.device_scene.sbt, opts.width, opts.height)
         self._last_launch[handle] = self._timer.stop(span, stream)
         if readback is not None:
             frame.readback(image, readback)
         self._samples += spp
+        self._aov_current = denoise_inputs
+        return inputs
 
     # -- offline ---------------------------------------------------------------------------------------------------
     def render(self, spp: int | None = None, progress: Callable[[int], None] | None = None) -> np.ndarray:
@@ -292,7 +337,7 @@ class PathTracer:
         per_launch = self.options.samples_per_launch or (
             min(PROGRESS_SAMPLES_PER_LAUNCH, total) if progress is not None else total)
         ctx, opts, stream = self.ctx, self.options, self.stream
-        handle = self.device_scene.order(stream)
+        handle = self._order(stream)
         self.device_scene.compact(stream, wait=True)  # offline: waiting for the size costs nothing here
         accum = ctx.memory.empty((opts.height, opts.width, 4), np.float32, stream)
         keep: list[Any] = [accum]
@@ -340,7 +385,7 @@ class PathTracer:
         synchronize(self.device_scene.ready.event, "waiting for the tracer's set-up before closing it")
         self.device_scene.close()
         self.program.close()
-        self._accum = None
+        self._accum = self._aov_sums = None
 
     def __enter__(self) -> PathTracer:
         return self

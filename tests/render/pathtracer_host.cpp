@@ -130,7 +130,7 @@ extern "C" {
 PathTracerParams params;
 }
 
-static_assert(sizeof(PathTracerParams) == 128, "host layout of the launch parameters");
+static_assert(sizeof(PathTracerParams) == 160, "host layout of the launch parameters");
 static_assert(sizeof(MeshRecord) == 48, "host layout of a mesh record");
 static_assert(sizeof(EmitterTriangle) == 64 && alignof(EmitterTriangle) == 16, "host layout of an emitter");
 

@@ -77,7 +77,7 @@ def test_struct_layouts_match_the_kernel():
     offsets = [int(v) for v in match.group(2).split(",")]
     assert int(match.group(1)) == len(expected)
     assert offsets == expected
-    assert PATH_PARAMS.itemsize == 128 and MESH_RECORD.itemsize == 48 and EMITTER_TRIANGLE.itemsize == 64
+    assert PATH_PARAMS.itemsize == 160 and MESH_RECORD.itemsize == 48 and EMITTER_TRIANGLE.itemsize == 64
 
 
 def test_layout_probe_detects_a_mismatch():

@@ -1,0 +1,78 @@
+"""The viewer's HTTP surface: fixed routes only, security headers, and the Host and Origin checks.
+
+The page and its two assets are read once from the package's ``static``
+folder by fixed names; no route takes a path parameter, so no request can
+name a file. On a loopback bind a request whose ``Host`` names another host is
+refused (DNS rebinding), and a WebSocket whose ``Origin`` is another site's is
+refused (a page elsewhere in the user's browser).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from aiohttp import web
+
+__all__ = ["SECURITY_HEADERS", "STATIC_FILES", "add_security_headers", "add_static_routes", "guard_middleware",
+           "origin_allowed"]
+
+#: The only files served: route -> (file in the package's ``static`` folder, content type).
+STATIC_FILES = {
+    "/": ("index.html", "text/html"),
+    "/static/viewer.js": ("viewer.js", "text/javascript"),
+    "/static/viewer.css": ("viewer.css", "text/css"),
+}
+_STATIC_DIR = Path(__file__).resolve().parent / "static"
+_LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1"}
+#: Headers of every response: the page may load its own script and style, images from blobs, and connect
+#: only to its own origin; it may not be framed.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
+                               "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def add_static_routes(app: web.Application) -> None:
+    """Serve :data:`STATIC_FILES` (read now, into memory) on their fixed routes."""
+    for route, (name, content_type) in STATIC_FILES.items():
+        body = (_STATIC_DIR / name).read_bytes()
+
+        async def handler(request: web.Request, body: bytes = body, content_type: str = content_type) -> web.Response:
+            return web.Response(body=body, content_type=content_type, charset="utf-8")
+
+        app.router.add_get(route, handler)
+
+
+def guard_middleware(bind_host: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """A middleware refusing methods other than GET/HEAD and, on a loopback bind, foreign Host headers."""
+    check_host = bind_host in _LOOPBACK_NAMES or bind_host.startswith("127.")
+    allowed = _LOOPBACK_NAMES | {bind_host}
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if check_host and request.url.host not in allowed:
+            return web.Response(status=403, text="forbidden host\n")
+        if request.method not in ("GET", "HEAD"):
+            return web.Response(status=405, text="method not allowed\n")
+        return await handler(request)
+
+    return guard
+
+
+async def add_security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare`` hook adding :data:`SECURITY_HEADERS`."""
+    for key, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(key, value)
+
+
+def origin_allowed(request: web.Request) -> bool:
+    """Whether a WebSocket request comes from the viewer's own page (or from a client sending no Origin)."""
+    origin = request.headers.get("Origin")
+    return origin is None or origin in (f"http://{request.host}", f"https://{request.host}")

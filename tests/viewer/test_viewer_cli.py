@@ -1,0 +1,118 @@
+"""``optixasync view``: arguments, the one-line errors (exit 2), a real ``--cpu`` server stopped by a signal."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from optixasync import cli
+from optixasync.viewer import _cli
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="optixasync")
+    _cli.add_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["view", *argv])
+
+
+def python_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def test_arguments():
+    args = parse("--scene", "s.glb", "--env", "sky.exr", "--width", "640", "--height", "360", "--port", "0",
+                 "--host", "0.0.0.0", "--cpu")
+    assert (args.scene, args.env, args.width, args.height, args.port, args.host, args.cpu) == \
+        ("s.glb", "sky.exr", 640, 360, 0, "0.0.0.0", True)
+    defaults = parse()
+    assert defaults.host == "127.0.0.1" and not defaults.cpu
+
+
+@pytest.mark.parametrize("problem", [NotImplementedError("GPU source not wired yet"), RuntimeError("no GPU here")])
+def test_when_the_gpu_source_cannot_start_run_says_so_in_one_line(capsys, monkeypatch, problem):
+    pytest.importorskip("aiohttp")
+    from optixasync.viewer import _gpu
+
+    def make_gpu_source(args):
+        raise problem
+
+    monkeypatch.setattr(_gpu, "make_gpu_source", make_gpu_source)
+    assert _cli.run(parse("--port", "0")) == 1  # the machine cannot run it: the CLI's status for that
+    captured = capsys.readouterr()
+    lines = (captured.out + captured.err).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("optixasync view:") and str(problem) in lines[0]
+    assert "--cpu" in lines[0]
+
+
+def test_without_aiohttp_run_names_the_extra(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # import aiohttp raises ImportError
+    assert _cli.run(parse("--cpu", "--port", "0")) == 1  # a missing extra: exit 1, as doctor and render
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'optixasync[viewer]'" in err[0]
+
+
+def test_a_scene_option_the_renderer_lacks_is_bad_input(capsys, monkeypatch):
+    pytest.importorskip("aiohttp")
+    from optixasync.viewer import _gpu
+
+    def make_gpu_source(args):
+        raise ValueError("--env: the path tracer has no environment light yet")
+
+    monkeypatch.setattr(_gpu, "make_gpu_source", make_gpu_source)
+    assert _cli.run(parse("--port", "0", "--env", "sky.exr")) == 2
+    assert "environment" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [("--width", "0"), ("--port", "70000"), ("--encoders", "0"), ("--max-fps", "-1")])
+def test_bad_arguments_exit_2(argv, capsys):
+    assert _cli.run(parse("--cpu", *argv)) == 2
+    assert capsys.readouterr().err.startswith("optixasync view:")
+
+
+def test_importing_the_cli_module_imports_no_server():
+    code = "import sys, optixasync.viewer._cli; print('aiohttp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=python_env(), timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_view_cpu_serves_until_stopped(stop_signal):
+    pytest.importorskip("aiohttp")
+    code = ("import argparse, sys; from optixasync.viewer import _cli; p = argparse.ArgumentParser(); "
+            "_cli.add_parser(p.add_subparsers(dest='command')); sys.exit(_cli.run(p.parse_args(sys.argv[1:])))")
+    process = subprocess.Popen([sys.executable, "-c", code, "view", "--cpu", "--port", "0", "--width", "64",
+                                "--height", "48"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=python_env())
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("optixasync view: serving on http://127.0.0.1:"), line + process.stderr.read()
+        url = line.split("serving on ")[1].split()[0]
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.status == 200 and b"<canvas" in response.read()
+        process.send_signal(stop_signal)
+        _, err = process.communicate(timeout=20)
+        assert process.returncode == 0 and "Traceback" not in err, err
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
+@pytest.mark.skipif("view" not in cli.SUBCOMMAND_MODULES,
+                    reason="optixasync.cli does not register the view subcommand yet")
+def test_the_top_level_cli_lists_view(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["view", "--help"])
+    assert info.value.code == 0
+    assert "--cpu" in capsys.readouterr().out
