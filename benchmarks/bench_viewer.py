@@ -7,6 +7,8 @@ browser tab would be) that acknowledges every frame, and prints one table.
 Sources:
 
 * ``--cpu``: the NumPy renderer (``optixasync view --cpu``);
+* ``--gpu``: the path tracer on the GPU (``optixasync view``'s source), the
+  Cornell box at the image size, denoised when OIDN's CUDA device is there;
 * ``--synthetic``: a stand-in for the GPU path tracer's loop: each frame does
   ``--submit-ms`` of Python work (the host submit) and then waits, without the
   GIL, until ``--frame-ms`` have passed (the slot fence), and publishes one of
@@ -30,6 +32,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     kind = parser.add_mutually_exclusive_group(required=True)
     kind.add_argument("--cpu", action="store_true", help="the NumPy CPU renderer")
+    kind.add_argument("--gpu", action="store_true", help="the GPU path tracer (denoised when OIDN's CUDA device works)")
     kind.add_argument("--synthetic", action="store_true", help="a GPU-like paced loop publishing pre-rendered frames")
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1080)
@@ -52,6 +55,11 @@ def make_source(args: argparse.Namespace) -> Any:
 
     if args.cpu:
         return CpuFrameSource(args.width, args.height, max_samples=10**9)
+    if args.gpu:
+        from optixasync.scene import cornell_box
+        from optixasync.viewer._gpu import PathTracerSource
+
+        return PathTracerSource(cornell_box(), args.width, args.height)
     renderer = CpuRenderer(seed=1)
     settings = Settings(width=args.width, height=args.height, max_depth=3)
     images = []
@@ -159,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     with Viewer(source, quality=args.quality, encoders=args.encoders, encoder_backend=args.backend,
                 max_fps=args.max_fps) as viewer:
         result = measure_with_viewer(viewer, source, args)
-    name = "cpu" if args.cpu else f"synthetic ({args.submit_ms} ms submit, {args.frame_ms} ms frame)"
+    if args.gpu:
+        source.close()
+        name = f"GPU path tracer, denoise {'on' if source.initial_settings.denoise else 'off (no OIDN CUDA device)'}"
+    else:
+        name = "cpu" if args.cpu else f"synthetic ({args.submit_ms} ms submit, {args.frame_ms} ms frame)"
     rows = [
         ("source", f"{name}, {args.width}x{args.height}"),
         ("encoder", f"{result['encoder']}, quality {args.quality}, {args.encoders} threads, {result['kb']:.0f} kB/frame"),

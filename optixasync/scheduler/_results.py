@@ -120,9 +120,7 @@ class FrameHandle:
 
     def _claim(self) -> None:
         if not self.claimed:
-            self.claimed = True
-            if self._done.is_set():
-                self._scheduler._discard_result(self.index)  # consumed here: not also kept for poll()
+            self._scheduler._claim(self)  # under the scheduler's lock: retirement reads `claimed` under it
 
     def result(self, timeout: float | None = None) -> FrameResult:
         """The frame's result, waiting for this frame only (``timeout`` in seconds, in total).

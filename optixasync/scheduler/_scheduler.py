@@ -232,9 +232,16 @@ class FrameScheduler:
         remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
         return handle._done.wait(remaining)
 
-    def _discard_result(self, index: int) -> None:
+    def _claim(self, handle: FrameHandle) -> None:
+        """Claim ``handle``'s result for the handle: not queued for poll() from now on, and out of the queue.
+
+        Under the lock that retirement holds while it decides where a result goes, so a claim is either
+        seen by the retirement or removes what it queued.
+        """
         with self._lock:
-            self._completion.results.discard(index)
+            handle.claimed = True
+            if handle.done():
+                self._completion.results.discard(handle.index)
 
     def poll(self) -> list[FrameResult]:
         """Completed frames queued for polling, in order (see the delivery rule). Never blocks."""

@@ -25,7 +25,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._camera import KEYS, CameraPose, OrbitCamera
 from ._cpu import CpuFrameSource, CpuRenderer
@@ -34,6 +34,9 @@ from ._scene import pose_from_scene_camera, to_scene_camera
 from ._source import CallbackFrameSource, FrameMeta, FrameSink, FrameSource, NullSink, RenderLoop
 from ._state import LIMITS, Settings, ViewerState, ViewState
 from ._viewer import Viewer, host_warning, is_loopback
+
+if TYPE_CHECKING:  # imported on first use (they import aiohttp); named here for readers and type checkers
+    from ._client import ProtocolClient, ReceivedFrame
 
 __all__ = [
     "KEYS",

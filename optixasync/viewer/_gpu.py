@@ -76,12 +76,14 @@ class PathTracerSource:
     denoise_available : bool or None
         Whether the page's denoise switch works (None: ask OIDN whether its CUDA device is available).
     ctx : optixasync.Context, optional
-        The context to render with (default: a new one, closed by :meth:`stop`).
+        The context to render with (default: a new one, closed by :meth:`close`).
+    spp : int
+        Samples per pixel per frame to start with.
 
     Attributes
     ----------
-    frames : int
-        Frames recorded so far.
+    loops : int
+        Frames recorded so far (one per iteration of the loop).
     published : int
         Frames handed to the viewer.
     error : BaseException or None
@@ -89,7 +91,7 @@ class PathTracerSource:
     """
 
     def __init__(self, scene: Any, width: int = 960, height: int = 540, frames_in_flight: int = 2,
-                 denoise_available: bool | None = None, ctx: Any = None) -> None:
+                 denoise_available: bool | None = None, ctx: Any = None, spp: int = 1) -> None:
         from .._context import Context
 
         self.scene = scene
@@ -102,10 +104,10 @@ class PathTracerSource:
             denoise_available = available_denoisers().get("oidn-cuda", "").startswith("available")
         self.denoise_available = bool(denoise_available)
         self.initial_camera = pose_from_scene_camera(scene.camera)
-        self.initial_settings = Settings(width=int(width), height=int(height), denoise=self.denoise_available)
+        self.initial_settings = Settings(width=int(width), height=int(height), denoise=self.denoise_available, spp=spp)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self.frames = 0
+        self.loops = 0
         self.published = 0
         self.error: BaseException | None = None
 
@@ -119,11 +121,15 @@ class PathTracerSource:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the loop, wait for its frames and release the GPU objects."""
+        """Stop the loop and wait for its frames (the source may be started again)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+
+    def close(self) -> None:
+        """Stop, and close the context if the source made it."""
+        self.stop()
         if self._own_ctx:
             self.ctx.close()
 
@@ -156,7 +162,7 @@ class PathTracerSource:
                     continue
                 self._record(pipeline, sink, view, denoise, fps)
                 now = time.perf_counter()
-                fps = 1.0 / max(now - last, 1e-9) if self.frames == 1 else 0.9 * fps + 0.1 / max(now - last, 1e-9)
+                fps = 1.0 / max(now - last, 1e-9) if self.loops == 1 else 0.9 * fps + 0.1 / max(now - last, 1e-9)
                 last = now
         except BaseException as exc:  # keep it for the owner; the viewer keeps serving the last frame
             self.error = exc
@@ -180,7 +186,7 @@ class PathTracerSource:
                 pipeline.denoiser.record(f, spp, denoise=denoise)
             else:
                 tracer.record(f, spp)
-        self.frames += 1
+        self.loops += 1
         samples = tracer.samples_done
         in_flight = sched.in_flight
 

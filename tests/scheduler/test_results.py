@@ -35,8 +35,18 @@ class FakeScheduler:
         self.completion: Completion | None = None
         self._threaded = False
 
-    def _discard_result(self, index: int) -> None:
-        self.completion.results.discard(index)
+    def _claim(self, handle: FrameHandle) -> None:
+        from optixasync.scheduler import FrameScheduler
+
+        FrameScheduler._claim(self, handle)  # the scheduler's own rule, with this stand-in's lock and queue
+
+    @property
+    def _lock(self):
+        return self.completion._lock
+
+    @property
+    def _completion(self):
+        return self.completion
 
     def _wait_for(self, handle: FrameHandle, deadline: float | None) -> bool:
         return self.completion.retire_through(handle.index, deadline) and handle._done.wait(0)
