@@ -17,6 +17,8 @@ Part 2 - an animated mesh refitted every frame inside the frame scheduler
 Part 3 - the first operations of a fresh process behind a busy GPU, with and
 without the context's warm-up (each in its own process, since OptiX loads
 the code of an operation once per process).
+
+Without a usable GPU it prints one line saying why and exits with status 1.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -35,7 +36,15 @@ import optixasync
 from optixasync.accel import AccelOptions, GeometryAccel, TriangleInput
 from optixasync.cuda import spin_gpu
 from optixasync.scheduler import FrameScheduler
-from optixasync.testing import HELLO_PARAMS, HelloRenderer, RippleAnimator, grid_mesh
+from optixasync.testing import (
+    HELLO_PARAMS,
+    HelloRenderer,
+    RippleAnimator,
+    child_output,
+    grid_mesh,
+    require_gpu,
+    run_main,
+)
 
 
 def timed(fn):
@@ -187,11 +196,11 @@ def first_use_child(warm_up: bool, cells: int, busy_ms: float) -> None:
 def part3(args) -> dict[str, dict[str, float]]:
     result = {}
     for warm_up in (False, True):
-        proc = subprocess.run(
+        out = child_output(  # a failed child: its one line, and its exit status
             [sys.executable, __file__, "--first-use-child", str(int(warm_up)), "--cells", str(args.cells),
-             "--busy-ms", str(args.busy_ms)], capture_output=True, text=True, check=True,
+             "--busy-ms", str(args.busy_ms)],
         )
-        result["with warm-up" if warm_up else "without warm-up"] = json.loads(proc.stdout.strip().splitlines()[-1])
+        result["with warm-up" if warm_up else "without warm-up"] = json.loads(out.strip().splitlines()[-1])
     return result
 
 
@@ -206,8 +215,10 @@ def main() -> None:
     parser.add_argument("--first-use-child", type=int, choices=(0, 1), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_use_child is not None:
+        # No driver probe here: the parent made it, and the child's context time includes the driver's start.
         first_use_child(bool(args.first_use_child), args.cells, args.busy_ms)
         return
+    require_gpu()
     os.makedirs(args.out, exist_ok=True)
     vertices, indices = grid_mesh(args.cells)
     rows: list[dict] = []
@@ -239,4 +250,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

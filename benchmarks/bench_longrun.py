@@ -13,6 +13,7 @@
 
 The script also runs against the code before zero-copy results (a source tree given by ``PYTHONPATH``), where
 it times that code's retirement by wrapping it: ``--before`` selects that path. Prints a table per part.
+Without a usable GPU it prints one line saying why and exits with status 1.
 """
 
 from __future__ import annotations
@@ -35,6 +36,15 @@ try:  # the public home of the shared fixtures
     from optixasync.testing import BUSY_PARAMS, BusyWorkload, expected_busy_output
 except ImportError:  # the earlier tree kept them in a private module; --before runs against it
     from optixasync._busy import BUSY_PARAMS, BusyWorkload, expected_busy_output  # type: ignore[no-redef]
+
+try:  # one line and the CLI's exit status when the machine cannot run this
+    from optixasync.testing import require_gpu, run_main
+except ImportError:  # the earlier tree (--before) has no entry helpers: plain exits there
+    def require_gpu(prog: str | None = None) -> None:
+        pass
+
+    def run_main(main: Any, prog: str | None = None) -> Any:
+        sys.exit(main())
 
 
 def rss_mib() -> float:
@@ -218,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default="retire,busy,pt")
     parser.add_argument("--out", default=None, help="JSON of every number")
     args = parser.parse_args(argv)
+    require_gpu()
     parts = set(args.parts.split(","))
     rows: list[dict[str, Any]] = []
     with optixasync.Context() as ctx:
@@ -242,4 +253,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -20,7 +20,8 @@
 
 Writes every number to ``--out`` (JSON) and, with ``--image``, the 512x512
 256-spp Cornell box. About a minute on an H200 (Mitsuba's first kernel
-compilation included); ``--quick`` cuts the frame counts.
+compilation included); ``--quick`` cuts the frame counts. Without a usable
+GPU it prints one line saying why and exits with status 1.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import argparse
 import json
 import math
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from optixasync.scene import (
     cornell_box,
 )
 from optixasync.scheduler import FrameScheduler
+from optixasync.testing import require_gpu, run_main
 
 
 def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> str:
@@ -267,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     args.size, args.spp = 1024, 64
     if args.runs < 5 or args.frames < 2:
         parser.error("--runs must be >= 5 and --frames >= 2")
+    require_gpu()
 
     start = time.perf_counter()
     report: dict[str, Any] = {"settings": {k: v for k, v in vars(args).items()}}
@@ -339,4 +341,4 @@ def _json_default(value: Any) -> Any:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

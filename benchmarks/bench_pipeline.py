@@ -12,7 +12,9 @@ camera, animation and scene updates).
 * scheduler N: ``FrameScheduler(frames_in_flight=N)``; host work for frame
   k+1 overlaps the GPU's frame k.
 
-Prints a Markdown table; writes ``pipeline.json`` and ``timeline.png`` under ``--out``.
+Prints a Markdown table; writes ``pipeline.json`` and ``timeline.png`` under ``--out``
+(the plots need matplotlib: without it, one line and status 1 after the table).
+Without a usable GPU it prints one line saying why and exits with status 1.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 
 import optixasync
 from optixasync.scheduler import FrameScheduler
-from optixasync.testing import BUSY_PARAMS, BusyWorkload, expected_busy_output
+from optixasync.testing import BUSY_PARAMS, BusyWorkload, expected_busy_output, require_gpu, run_main
 
 N_OUT = 256
 
@@ -133,6 +135,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--out", default="bench_out")
     args = parser.parse_args()
+    require_gpu()
     os.makedirs(args.out, exist_ok=True)
 
     rows, details = [], {}
@@ -175,4 +178,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

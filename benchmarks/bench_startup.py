@@ -5,6 +5,10 @@
 Cold: empty cache directory (NVRTC compiles, OptiX compiles). Warm: a second
 process with the same cache directory (PTX from optixasync's cache, the
 module from OptiX's disk cache). Context creation is timed apart.
+
+Without a usable GPU it prints one line saying why and exits with status 1;
+a child process that fails prints its own one line, and this script exits
+with the child's status.
 """
 
 from __future__ import annotations
@@ -13,29 +17,37 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
+from optixasync.testing import child_output, require_gpu, run_main
+
+PROG = "bench_startup.py"
+
+# The measured process. Its failures (an optixasync error, a missing package) end in one line on stderr
+# through run_main; the driver is not probed before the context, whose creation time includes the driver's start.
 CHILD = r"""
 import json, time
 t0 = time.perf_counter()
 import optixasync
-from optixasync.testing import render_triangle
+from optixasync.testing import render_triangle, run_main
 t1 = time.perf_counter()
-ctx = optixasync.Context()
-t2 = time.perf_counter()
-r = render_triangle(ctx, 64, 64)
-ctx.close()
-print(json.dumps({"import_s": t1 - t0, "context_s": t2 - t1, "setup_s": r.setup_seconds,
-                  "ptx_cache_hit": r.module_cache_hit, **r.timings, "hits": int((r.image[..., 3] >= 0).sum())}))
-"""
+
+def main():
+    ctx = optixasync.Context()
+    t2 = time.perf_counter()
+    r = render_triangle(ctx, 64, 64)
+    ctx.close()
+    print(json.dumps({"import_s": t1 - t0, "context_s": t2 - t1, "setup_s": r.setup_seconds,
+                      "ptx_cache_hit": r.module_cache_hit, **r.timings, "hits": int((r.image[..., 3] >= 0).sum())}))
+
+""" + f"run_main(main, {PROG!r})\n"
 
 
 def run_child(cache: str) -> dict:
     env = dict(os.environ, OPTIXASYNC_CACHE_DIR=cache)
-    out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    out = child_output([sys.executable, "-c", CHILD], PROG, env=env)  # a failed child: its line and status
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -43,6 +55,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    require_gpu(PROG)
     cold, warm = [], []
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory() as cache:
@@ -63,4 +76,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, PROG)

@@ -1,6 +1,9 @@
 """Render one triangle with OptiX and write it to a PNG.
 
     python examples/hello_triangle.py --out hello_triangle.png
+
+Without a usable GPU it prints one line saying why and exits with status 1,
+as ``optixasync doctor`` does.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import numpy as np
 from PIL import Image
 
 import optixasync
-from optixasync.testing import render_triangle
+from optixasync.testing import render_triangle, require_gpu, run_main
 
 
 def main() -> None:
@@ -19,6 +22,7 @@ def main() -> None:
     parser.add_argument("--out", default="hello_triangle.png")
     parser.add_argument("--size", type=int, default=512)
     args = parser.parse_args()
+    require_gpu()
     with optixasync.Context() as ctx:
         result = render_triangle(ctx, args.size, args.size)
     rgb = np.clip(result.image[::-1, :, :3], 0.0, 1.0)  # flip: row 0 of the launch is the bottom of the view
@@ -28,4 +32,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -37,7 +37,7 @@ from optixasync.accel import AccelOptions, GeometryAccel, TriangleInput
 from optixasync.cuda import create_stream, spin_gpu
 from optixasync.diagnostics import MissingExtraError, blocks, enable_nvtx, export_chrome_trace, syncwatch
 from optixasync.scheduler import FrameScheduler
-from optixasync.testing import HELLO_PARAMS, HelloRenderer, RippleAnimator, grid_mesh
+from optixasync.testing import HELLO_PARAMS, HelloRenderer, RippleAnimator, grid_mesh, require_gpu, run_main
 
 SIZE = 256
 
@@ -221,6 +221,7 @@ def main() -> None:
     parser.add_argument("--nvtx", action="store_true", help="emit NVTX ranges (for nsys)")
     parser.add_argument("--no-syncwatch", action="store_true", help="measure without CUPTI")
     args = parser.parse_args()
+    require_gpu()
     if args.nvtx:
         enable_nvtx()
     if args.trace:
@@ -231,4 +232,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

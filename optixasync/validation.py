@@ -4,13 +4,18 @@ Every layer that takes geometry, a transform or an options object checks it
 here, so one input gets one rule and one message wherever it enters.
 
 Host arrays are checked completely (dtype, shape, contiguity, finite
-values, index range). Device arrays (``__cuda_array_interface__``) are
-checked for dtype, shape and contiguity only: reading their values back
-would stall the host, which is what this library exists to avoid.
+values, index range). Device arrays (``__cuda_array_interface__``, or
+``__dlpack__`` with a CUDA ``__dlpack_device__``) are checked for dtype,
+shape and contiguity only: reading their values back would stall the host,
+which is what this library exists to avoid.
 
 Blocking calls
 --------------
-None: host-side numpy only.
+None: host-side numpy, and a device array's metadata (its
+``__cuda_array_interface__`` dict, its ``__dlpack_device__``, its ``shape``
+and ``dtype``), never its data; no DLPack capsule is made here. (JAX builds
+its interface dict after acquiring an external reference to the buffer,
+an operation jaxlib gives no non-blocking guarantee for.)
 """
 
 from __future__ import annotations
@@ -23,11 +28,15 @@ import numpy as np
 
 __all__ = [
     "ArrayInfo",
+    "DLPACK_CUDA_DEVICES",
     "as_affine",
     "check_indices",
     "check_vertices",
     "coerce_options",
+    "cuda_array_interface",
     "describe_array",
+    "dlpack_device",
+    "is_c_contiguous",
     "is_device_array",
 ]
 
@@ -37,6 +46,9 @@ T = TypeVar("T")
 AFFINE_ROW_TOLERANCE = 1e-12
 #: A 3x3 part whose determinant is below this times its largest entry cubed counts as singular.
 SINGULAR_TOLERANCE = 1e-12
+#: DLPack device types whose memory a CUDA device reads in place: ``kDLCUDA`` (2) and ``kDLCUDAManaged`` (13).
+#: ``kDLCUDAHost`` (3, pinned host memory) is host memory: it is not a device array here.
+DLPACK_CUDA_DEVICES = (2, 13)
 
 
 class ArrayInfo(NamedTuple):
@@ -48,31 +60,134 @@ class ArrayInfo(NamedTuple):
     on_device: bool
 
 
+def cuda_array_interface(array: Any) -> Mapping[str, Any] | None:
+    """``array.__cuda_array_interface__``, or None when it has none or refuses to give one.
+
+    Reading it never touches the data. Some producers raise something else
+    than ``AttributeError`` for arrays they cannot describe (PyTorch: a
+    ``RuntimeError`` for a tensor that requires grad): those count as "none".
+    """
+    if isinstance(array, np.ndarray):
+        return None
+    try:
+        interface = getattr(array, "__cuda_array_interface__", None)  # CuPy builds this dict on every access
+    except Exception:  # any refusal means: not usable through this interface
+        return None
+    return interface if isinstance(interface, Mapping) else None
+
+
+def dlpack_device(array: Any) -> tuple[int, int] | None:
+    """``array.__dlpack_device__()`` (device type, device id) of a DLPack producer, None for anything else.
+
+    Only the device is asked for: no capsule is made, so the producer does no
+    stream ordering and no copy.
+    """
+    if isinstance(array, np.ndarray) or not hasattr(array, "__dlpack__"):
+        return None
+    method = getattr(array, "__dlpack_device__", None)
+    if method is None:
+        return None
+    try:
+        kind, index = method()
+        return int(kind), int(index)
+    except Exception:  # a producer that cannot say where its data is is not a device array
+        return None
+
+
 def is_device_array(array: Any) -> bool:
-    """Whether ``array`` lives in device memory (it exposes ``__cuda_array_interface__``)."""
-    return hasattr(array, "__cuda_array_interface__")
+    """Whether ``array`` lives in device memory.
+
+    True for objects with ``__cuda_array_interface__`` (CuPy, PyTorch, JAX,
+    Numba...) and for DLPack producers whose ``__dlpack_device__`` is CUDA
+    memory (:data:`DLPACK_CUDA_DEVICES`); numpy arrays, CPU tensors and
+    pinned host memory are not.
+    """
+    if cuda_array_interface(array) is not None:
+        return True
+    device = dlpack_device(array)
+    return device is not None and device[0] in DLPACK_CUDA_DEVICES
+
+
+def is_c_contiguous(shape: tuple[int, ...], strides: Any, itemsize: int) -> bool:
+    """Whether byte ``strides`` (None: C order) lay ``shape`` out in C order; dimensions of size 1 do not count.
+
+    The rule CuPy, NumPy and PyTorch use: a stride of a dimension of extent 1 is never used to address an
+    element, and an empty array is contiguous whatever its strides.
+    """
+    if strides is None or any(int(s) == 0 for s in shape):
+        return True
+    strides = tuple(int(s) for s in strides)
+    if len(strides) != len(shape):
+        return False
+    expected = int(itemsize)
+    for extent, stride in zip(reversed(shape), reversed(strides), strict=True):
+        if extent != 1 and stride != expected:
+            return False
+        expected *= int(extent)
+    return True
 
 
 def describe_array(array: Any, name: str = "array") -> ArrayInfo:
     """Shape, dtype, C-contiguity and location of a numpy or device array, without reading its data.
 
+    A device array is described from its ``__cuda_array_interface__`` when
+    it has one. A DLPack-only producer is described from its ``shape`` and
+    ``dtype`` attributes (those of the array API standard), without calling
+    ``__dlpack__``: making a capsule runs the producer's stream ordering,
+    and some producers wait on the host when asked for one without a
+    consumer stream (JAX). Its contiguity is known only when it has numpy
+    style byte ``strides``; otherwise it is reported contiguous here and
+    checked when the array is used (:func:`optixasync.cuda.consume_device_array`
+    refuses a non-contiguous capsule).
+
     Raises
     ------
     TypeError
-        If ``array`` is neither a numpy array nor a device array.
+        If ``array`` is neither a numpy array nor a device array, or is a
+        DLPack producer whose shape or dtype cannot be read that way.
     """
     if isinstance(array, np.ndarray):
         return ArrayInfo(array.shape, array.dtype, bool(array.flags.c_contiguous), False)
-    interface = getattr(array, "__cuda_array_interface__", None)  # CuPy builds this dict on every access
-    if interface is None:
-        raise TypeError(f"{name} must be a numpy array or a device array, got {type(array).__name__}")
-    shape = tuple(int(s) for s in interface["shape"])
-    dtype = np.dtype(interface["typestr"])
-    strides = interface.get("strides")
-    contiguous = strides is None or tuple(strides) == tuple(
-        int(np.prod(shape[i + 1 :], dtype=np.int64)) * dtype.itemsize for i in range(len(shape))
-    )
-    return ArrayInfo(shape, dtype, contiguous, True)
+    interface = cuda_array_interface(array)
+    if interface is not None:
+        shape = tuple(int(s) for s in interface["shape"])
+        dtype = np.dtype(interface["typestr"])
+        return ArrayInfo(shape, dtype, is_c_contiguous(shape, interface.get("strides"), dtype.itemsize), True)
+    device = dlpack_device(array)
+    if device is not None and device[0] in DLPACK_CUDA_DEVICES:
+        return _describe_dlpack_producer(array, name)
+    raise TypeError(f"{name} must be a numpy array or a device array, got {type(array).__name__}")
+
+
+def _describe_dlpack_producer(array: Any, name: str) -> ArrayInfo:
+    """:func:`describe_array` of an object known only through DLPack: its ``shape``, ``dtype`` and ``strides``."""
+    kind = type(array).__name__
+    try:
+        shape = tuple(int(s) for s in array.shape)
+    except (AttributeError, TypeError, ValueError):
+        raise TypeError(f"{name}: a {kind} with neither __cuda_array_interface__ nor a readable shape") from None
+    dtype = _numpy_dtype(getattr(array, "dtype", None))
+    if dtype is None:
+        raise TypeError(f"{name}: cannot tell the dtype of a {kind} ({getattr(array, 'dtype', None)!r}) without "
+                        "exporting it")
+    strides = getattr(array, "strides", None)  # numpy convention (bytes); PyTorch's stride() is a method
+    if not (isinstance(strides, tuple) and all(isinstance(s, (int, np.integer)) for s in strides)):
+        strides = None
+    return ArrayInfo(shape, dtype, is_c_contiguous(shape, strides, dtype.itemsize), True)
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype | None:
+    """A producer's dtype as numpy's: a numpy dtype as it is, ``torch.float32`` by its name ``float32``."""
+    if dtype is None:
+        return None
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        pass
+    try:
+        return np.dtype(str(dtype).rpartition(".")[2])
+    except TypeError:
+        return None
 
 
 def check_vertices(vertices: Any, name: str = "vertices") -> int:

@@ -51,9 +51,10 @@ __forceinline__ __device__ float3 triangle_normal(const MeshRecord& mesh, unsign
     return normalize(cross(v1 - v0, v2 - v0));
 }
 
-// Radiance arriving at `origin` from `direction` (unit), estimated by one path; `first` receives what the
-// camera ray hit. (Taken by reference and always written, a few instructions per path: a pointer that may
-// be null made the compiler keep the struct in local memory.)
+// Radiance arriving at `origin` from `direction` (unit), estimated by one path; with kFirst, `first` receives
+// what the camera ray hit. (A reference, not a pointer that may be null: that made the compiler keep the
+// struct in local memory.)
+template <bool kFirst>
 __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 origin, float3 direction, Pcg32& rng,
                                              FirstHit& first) {
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
@@ -71,7 +72,7 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         float3 n = triangle_normal(mesh, hit[1]);
         const float cos_out = -dot(n, direction);  // > 0: the ray arrived on the front side
         const unsigned int flags = mesh.flags;
-        if (depth == 1) {
+        if (kFirst && depth == 1) {
             first.normal = cos_out > 0.0f ? n : -n;
             const float3 glow = (flags & MESH_EMISSIVE) ? mesh.emission : make_float3(0.0f, 0.0f, 0.0f);
             first.albedo = clamp01(mesh.reflectance + glow);

@@ -63,6 +63,9 @@ class AccelOptions:
     rebuild_every: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("allow_update", "allow_compaction", "random_vertex_access"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__} {getattr(self, name)!r}")
         if self.prefer not in ("fast_trace", "fast_build", "default"):
             raise ValueError(f"prefer must be 'fast_trace', 'fast_build' or 'default', got {self.prefer!r}")
         if isinstance(self.rebuild_every, bool) or not isinstance(self.rebuild_every, int) or self.rebuild_every < 0:

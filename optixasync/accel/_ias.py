@@ -65,10 +65,13 @@ class Instance:
         if not isinstance(self.accel, AccelStructure):
             raise TypeError(f"Instance.accel must be a GeometryAccel or InstanceAccel, got {type(self.accel).__name__}")
         self.transform = as_affine(self.transform, "Instance.transform").astype(np.float32)
-        if not 0 <= self.visibility_mask <= 0xFF:
-            raise ValueError(f"visibility_mask must fit in 8 bits, got {self.visibility_mask:#x}")
-        if not 0 <= self.instance_id < 2**28:
-            raise ValueError(f"instance_id must be in [0, 2**28), got {self.instance_id}")
+        for name, limit in (("visibility_mask", 2**8), ("instance_id", 2**28), ("sbt_offset", 2**28),
+                            ("flags", 2**32)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"Instance.{name} must be an int, got {type(value).__name__} {value!r}")
+            if not 0 <= value < limit:
+                raise ValueError(f"Instance.{name} must be in [0, {limit:#x}), got {value}")
 
 
 class InstanceAccel(AccelStructure):
@@ -137,6 +140,7 @@ class InstanceAccel(AccelStructure):
 
     def refit(self, stream: Any = None) -> None:
         """Update in place after instance transforms changed (same instances, same children)."""
+        self._check_open()
         if not self.options.allow_update:
             raise ValueError("this structure was built without allow_update=True; it cannot be refitted")
         stream = self._use_stream(stream)

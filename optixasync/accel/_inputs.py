@@ -1,7 +1,11 @@
 """Triangle build inputs: the geometry of one build input, validated on the host before any GPU work.
 
 The checks themselves live in :mod:`optixasync.validation`, shared with the
-scene layer.
+scene layer. Each array may be a numpy array or a device array of any
+library (``__cuda_array_interface__``, or DLPack with a CUDA
+``__dlpack_device__``: PyTorch, JAX, CuPy, Numba...): device arrays are
+checked for dtype, shape and contiguity from their metadata, never read,
+and later used in place by the build (:class:`~optixasync.accel.GeometryAccel`).
 
 Blocking calls
 --------------
@@ -27,7 +31,8 @@ class TriangleInput:
     Attributes
     ----------
     vertices : array (N, 3) float32
-    indices : array (M, 3) int32, optional
+        Host (numpy) or device array, C-contiguous.
+    indices : array (M, 3) int32 or uint32, optional
         Without indices, every three consecutive vertices form a triangle.
     material_ids : array (M,) uint32, optional
         Per-triangle index into this input's ``num_sbt_records`` hit records.
@@ -41,6 +46,9 @@ class TriangleInput:
     num_sbt_records: int = 1
 
     def __post_init__(self) -> None:
+        if isinstance(self.num_sbt_records, bool) or not isinstance(self.num_sbt_records, (int, np.integer)):
+            raise TypeError(f"num_sbt_records must be an int, got {type(self.num_sbt_records).__name__} "
+                            f"{self.num_sbt_records!r}")
         self.num_vertices = check_vertices(self.vertices)
         if self.indices is None:
             if self.num_vertices % 3:

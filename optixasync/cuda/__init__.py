@@ -6,7 +6,8 @@ CuPy's current stream, and every mechanism the layers above share lives here
 once: ordering a stream after an event (:func:`wait_event`,
 :class:`Readiness`), timing GPU work (:class:`GpuTimer`), converting any
 stream-like (:func:`as_cupy_stream`), translating CUDA failures into
-:class:`~optixasync.errors.CudaError`.
+:class:`~optixasync.errors.CudaError`, using other libraries' device arrays
+in place with their stream order kept (:func:`consume_device_array`).
 
 Each module of optixasync that talks to CUDA lists the calls that may block
 the host, and why, in its own docstring ("Blocking calls"); the
@@ -19,6 +20,7 @@ from ._context import DeviceContext
 from ._deferred import DeferredRelease
 from ._errors import as_cuda_error, cuda_errors, reraise
 from ._events import EventPool, elapsed_ms, fence_event, record_event, synchronize, timing_event
+from ._interop import ConsumedArray, consume_device_array, is_library_array
 from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer
 from ._nvtx import enable_nvtx, nvtx_enabled, nvtx_range
 from ._ready import Readiness
@@ -27,6 +29,7 @@ from ._streams import StreamLike, as_cupy_stream, create_stream, stream_handle, 
 from ._timer import GpuSpan, GpuTimer
 
 __all__ = [
+    "ConsumedArray",
     "DeferredRelease",
     "DeviceContext",
     "DeviceMemory",
@@ -39,12 +42,14 @@ __all__ = [
     "StreamLike",
     "as_cuda_error",
     "as_cupy_stream",
+    "consume_device_array",
     "create_stream",
     "cuda_errors",
     "device_pointer",
     "elapsed_ms",
     "enable_nvtx",
     "fence_event",
+    "is_library_array",
     "nvtx_enabled",
     "nvtx_range",
     "record_event",

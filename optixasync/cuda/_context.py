@@ -198,6 +198,7 @@ class DeviceContext:
 
         The staging buffer is held until the copy has passed; the host never waits.
         """
+        self.require_open()
         stream = self.stream if stream is None else as_cupy_stream(stream)
         with _nvtx.annotate("optixasync.upload"):
             array = np.ascontiguousarray(array)

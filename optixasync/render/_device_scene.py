@@ -1,12 +1,20 @@
 """A scene on the device: geometry, acceleration structure, mesh records, emitter table and SBT.
 
 :class:`DeviceScene` turns a host :class:`~optixasync.scene.Scene` into
-what the kernel reads and keeps it there: vertex and index buffers (the
-caller's own device arrays are used in place), one GAS (build input ``i`` =
-mesh ``i``), the per-mesh records, the emitter table for light sampling and
-the shader binding table. It knows nothing of images or samples; the
-renderer (:class:`~optixasync.render.PathTracer`) launches over it. New
-per-scene device data (materials, textures, lights) belongs here.
+what the kernel reads and keeps it there: vertex and index buffers, one GAS
+(build input ``i`` = mesh ``i``), the per-mesh records, the emitter table for
+light sampling and the shader binding table. It knows nothing of images or
+samples; the renderer (:class:`~optixasync.render.PathTracer`) launches over
+it. New per-scene device data (materials, textures, lights) belongs here.
+
+Meshes may hold device arrays of any library (PyTorch, JAX, CuPy, Numba:
+``__cuda_array_interface__`` or DLPack). They are used in place, without a
+copy: :func:`~optixasync.cuda.consume_device_array` gives a CuPy view with
+the set-up stream ordered after the producer on the GPU, and the scene keeps
+the views (and through them the producers) until :meth:`DeviceScene.close`.
+The kernel reads them at every launch: the producer must not rewrite them
+while launches may run, except as the dynamic-mesh protocol says
+(:meth:`DeviceScene.vertices`, then :meth:`DeviceScene.refit`).
 
 Blocking calls
 --------------
@@ -16,7 +24,9 @@ Blocking calls
 * :meth:`DeviceScene.compact` with ``wait=True`` waits for the compacted
   size (offline rendering).
 Everything else enqueues asynchronous work: uploads through pinned staging,
-the build, refits, and stream ordering on the GPU.
+the build, refits, and stream ordering on the GPU (device arrays of other
+libraries included: an event record and a stream wait, or the producer's
+``__dlpack__`` given the set-up stream).
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..accel import AccelOptions, GeometryAccel, TriangleInput
-from ..cuda import Readiness, as_cupy_stream
+from ..cuda import Readiness, as_cupy_stream, consume_device_array, is_library_array
 from ..scene import Scene
 from ..validation import is_device_array
 from ._emitters import EmitterTable, build_emitter_table
@@ -82,7 +92,8 @@ class DeviceScene:
         when a mesh is dynamic, with ``allow_compaction`` otherwise.
     emitters : EmitterTable
         The host copy of the emitter table.
-    sbt : ShaderBindingTable
+    sbt, sbt_aovs : ShaderBindingTable
+        The scene's records behind the plain raygen and behind the one that writes the denoiser's inputs.
     ready : Readiness
         The end of the set-up; :meth:`order` puts a stream after it and after the structure's last operation.
     """
@@ -96,8 +107,11 @@ class DeviceScene:
         stream = as_cupy_stream(stream)
         if emitters is None:
             emitters = host_emitter_table(scene)  # before any GPU work: zero emissive area raises here
-        self._vertices = [self._to_device(m.vertices, stream) for m in scene.meshes]
-        self._indices = [self._to_device(m.indices, stream) for m in scene.meshes]
+        labels = [f"mesh {k} ({m.name!r})" if m.name else f"mesh {k}" for k, m in enumerate(scene.meshes)]
+        self._vertices = [self._to_device(m.vertices, stream, f"{label} vertices", np.float32)
+                          for m, label in zip(scene.meshes, labels, strict=True)]
+        self._indices = [self._to_device(m.indices, stream, f"{label} indices", (np.int32, np.uint32))
+                         for m, label in zip(scene.meshes, labels, strict=True)]
         if emitters is None:  # set-up only: the emitter table needs world positions on the host
             host = [cupy.asnumpy(self._vertices[k], stream=stream) if k in scene.emitters else None
                     for k in range(len(scene.meshes))]
@@ -112,16 +126,22 @@ class DeviceScene:
         self._records = self._upload_struct(records, stream)
         self._emitter_table = self._upload_struct(self.emitters.entries, stream) if len(self.emitters) else None
         self.sbt = program.shader_binding_table(len(scene.meshes), stream)
+        self.sbt_aovs = program.shader_binding_table(len(scene.meshes), stream, aovs=True)
         self.ready = Readiness()
         self.ready.record(stream)  # later streams wait for the set-up on the GPU, never the host
         ctx.track(self)
 
-    def _to_device(self, array: Any, stream: Any) -> Any:
-        import cupy
+    def _to_device(self, array: Any, stream: Any, name: str, dtype: Any) -> Any:
+        """A mesh array on the device: uploaded from the host, or the caller's device memory used in place.
 
-        if is_device_array(array):
-            return cupy.asarray(array)  # no copy: the GAS and the kernel read the caller's memory
-        return self.ctx.upload(np.ascontiguousarray(array), stream)
+        A foreign device array becomes a CuPy view, ``stream`` ordered after its producer on the GPU (never
+        ``cupy.asarray``, which waits on the host for a CAI producer's stream); the view holds the producer.
+        """
+        if is_library_array(array):
+            return array  # optixasync's own memory: in the order of the stream its writer used
+        if not is_device_array(array):
+            return self.ctx.upload(np.ascontiguousarray(array), stream)
+        return consume_device_array(array, stream, name=name, device=self.ctx.device_id, dtype=dtype).array
 
     def _upload_struct(self, array: np.ndarray, stream: Any) -> Any:
         """Upload a structured array as raw bytes (the device side only needs the address)."""
@@ -176,5 +196,6 @@ class DeviceScene:
     def close(self) -> None:
         """Release the structure, the SBT and the buffers (the caller waited for the launches that read them)."""
         self.sbt.close()
+        self.sbt_aovs.close()
         self.accel.close()
         self._vertices, self._indices, self._records, self._emitter_table = [], [], None, None

@@ -73,6 +73,8 @@ class RenderOptions:
             raise ValueError(f"{self.width}x{self.height} exceeds OptiX's launch limit of 2**30 pixels")
         if self.spp < 1:
             raise ValueError(f"spp must be at least 1, got {self.spp}")
+        if self.spp >= 2**32:
+            raise ValueError(f"spp must be below 2**32 (the kernel's sample index is 32-bit), got {self.spp}")
         if self.samples_per_launch < 0:
             raise ValueError(f"samples_per_launch must be >= 0 (0: automatic), got {self.samples_per_launch}")
         if not 1 <= self.max_depth < 2**32:

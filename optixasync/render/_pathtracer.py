@@ -303,7 +303,10 @@ class PathTracer:
         self._fill(params, accum=self._accum, image=int(image.data.ptr), sample_offset=self._samples, spp=spp,
                    aovs=aovs)
         span = self._timer.start(stream)
-        frame.launch(self.program.pipeline, self.device_scene.sbt, opts.width, opts.height)
+        if denoise_inputs:
+            frame.launch(self.program.pipeline_aovs, self.device_scene.sbt_aovs, opts.width, opts.height)
+        else:
+            frame.launch(self.program.pipeline, self.device_scene.sbt, opts.width, opts.height)
         self._last_launch[handle] = self._timer.stop(span, stream)
         if readback is not None:
             frame.readback(image, readback)

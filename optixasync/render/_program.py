@@ -31,11 +31,15 @@ COMPILE_OPTIONS = CompileOptions(use_fast_math=True)
 class PathTracerProgram:
     """``kernels/pathtracer.cu`` compiled and linked: raygen, radiance and shadow miss, one hit group.
 
+    Two pipelines share the miss and hit groups: ``pipeline`` launches the plain raygen, ``pipeline_aovs``
+    the one that also writes the denoiser's inputs (a separate entry point, so that the plain launch
+    carries none of that code).
+
     Attributes
     ----------
     module : Module
-    raygen, miss_radiance, miss_shadow, hit : ProgramGroup
-    pipeline : Pipeline
+    raygen, raygen_aovs, miss_radiance, miss_shadow, hit : ProgramGroup
+    pipeline, pipeline_aovs : Pipeline
     """
 
     def __init__(self, ctx: DeviceContext) -> None:
@@ -43,17 +47,24 @@ class PathTracerProgram:
         self.module = Module(ctx, "pathtracer.cu", pipeline_options=PIPELINE_OPTIONS, module_options=MODULE_OPTIONS,
                              compile_options=COMPILE_OPTIONS)
         self.raygen = ProgramGroup.raygen(ctx, self.module, "__raygen__pathtrace")
+        self.raygen_aovs = ProgramGroup.raygen(ctx, self.module, "__raygen__pathtrace_aovs")
         self.miss_radiance = ProgramGroup.miss(ctx, self.module, "__miss__radiance")
         self.miss_shadow = ProgramGroup.miss(ctx, self.module, "__miss__shadow")
         self.hit = ProgramGroup.hitgroup(ctx, self.module, closesthit="__closesthit__radiance")
-        self.pipeline = Pipeline(ctx, [self.raygen, self.miss_radiance, self.miss_shadow, self.hit], max_trace_depth=1)
+        shared = [self.miss_radiance, self.miss_shadow, self.hit]
+        self.pipeline = Pipeline(ctx, [self.raygen, *shared], max_trace_depth=1)
+        self.pipeline_aovs = Pipeline(ctx, [self.raygen_aovs, *shared], max_trace_depth=1)
 
-    def shader_binding_table(self, num_meshes: int, stream: Any) -> ShaderBindingTable:
-        """The SBT of a scene of ``num_meshes`` meshes: one hit record per mesh (= build input), uploaded on ``stream``."""
-        return ShaderBindingTable(self.ctx, self.raygen, [self.miss_radiance, self.miss_shadow],
-                                  [self.hit] * num_meshes, stream=stream)
+    def shader_binding_table(self, num_meshes: int, stream: Any, *, aovs: bool = False) -> ShaderBindingTable:
+        """The SBT of a scene of ``num_meshes`` meshes (one hit record per mesh = build input), uploaded on ``stream``.
+
+        ``aovs``: its raygen record is the one that writes the denoiser's inputs (for ``pipeline_aovs``).
+        """
+        return ShaderBindingTable(self.ctx, self.raygen_aovs if aovs else self.raygen,
+                                  [self.miss_radiance, self.miss_shadow], [self.hit] * num_meshes, stream=stream)
 
     def close(self) -> None:
-        """Destroy the pipeline, then the program groups, then the module (the caller waited for its launches)."""
-        for obj in (self.pipeline, self.hit, self.miss_shadow, self.miss_radiance, self.raygen, self.module):
+        """Destroy the pipelines, then the program groups, then the module (the caller waited for its launches)."""
+        for obj in (self.pipeline_aovs, self.pipeline, self.hit, self.miss_shadow, self.miss_radiance,
+                    self.raygen_aovs, self.raygen, self.module):
             obj.close()

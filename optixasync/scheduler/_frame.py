@@ -94,6 +94,7 @@ class Frame:
         self.stats = stats
         self.handle = FrameHandle(index, scheduler)
         self.launched = False
+        self.submitted = False  # set by submit(): the frame's methods refuse work from then on
         self.started = False  # whether GPU work of this frame has been enqueued (its timer started)
         self.span: GpuSpan | None = None  # timing events around the frame's GPU work
         self.error: BaseException | None = None  # what aborted the recording, if anything
@@ -106,8 +107,20 @@ class Frame:
         self.begin_gpu_work()
         return 0, self.stream.ptr
 
+    def _check_recording(self) -> None:
+        if self.submitted:
+            raise RuntimeError(f"frame {self.index} was already submitted: enqueue its work inside its with block "
+                               "(or before submit())")
+
     def begin_gpu_work(self) -> None:
-        """Start the frame's GPU timer now, before work about to be enqueued (done once; later calls do nothing)."""
+        """Start the frame's GPU timer now, before work about to be enqueued (done once; later calls do nothing).
+
+        Raises
+        ------
+        RuntimeError
+            If the frame was already submitted (the work would be outside its fence).
+        """
+        self._check_recording()
         if not self.started:
             self.started = True
             self.span = self._scheduler._completion.start_span(self.stream)
@@ -130,6 +143,7 @@ class Frame:
 
     def launch(self, pipeline: Any, sbt: Any, width: int, height: int = 1, depth: int = 1) -> None:
         """Enqueue ``optixLaunch`` with this frame's parameters (copied to the device on the first launch)."""
+        self._check_recording()
         if self._slot.params_device is None:
             raise RuntimeError("this scheduler was created without params_dtype; it has no launch parameters")
         self._scheduler.ctx.require_own(pipeline, "the pipeline")
@@ -148,6 +162,7 @@ class Frame:
         Frames in other slots have their own, so frame ``k+1`` can write its
         buffer while frame ``k``'s is still being read.
         """
+        self._check_recording()
         dtype = np.dtype(dtype)
         shape = tuple(int(s) for s in np.atleast_1d(shape))
         current = self._slot.buffers.get(name)
@@ -162,6 +177,7 @@ class Frame:
 
         The device array is held until the frame retires, then freed in stream order.
         """
+        self._check_recording()
         with self._timed(), _nvtx.annotate("optixasync.upload"):
             self.begin_gpu_work()
             device = self._scheduler.ctx.upload(array, self.stream)  # staging held until the copy has passed
@@ -174,6 +190,7 @@ class Frame:
         The pinned buffer is leased for this frame from the context's pool
         and goes back to it once the result and every view of it are gone.
         """
+        self._check_recording()
         if any(n == name for n, _ in self.readbacks):
             raise ValueError(f"readback {name!r} already requested in frame {self.index}")
         with self._timed(), _nvtx.annotate("optixasync.readback"):
@@ -184,6 +201,7 @@ class Frame:
 
     def hold(self, *objects: Any) -> None:
         """Keep ``objects`` alive until this frame has completed (temporaries used by its GPU work)."""
+        self._check_recording()
         self.holds.extend(objects)
 
     def __repr__(self) -> str:

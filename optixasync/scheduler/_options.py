@@ -53,6 +53,9 @@ class SchedulerOptions:
     stats_window: int = 4096
 
     def __post_init__(self) -> None:
+        for name in ("timing", "completion_thread", "keep_results"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__} {getattr(self, name)!r}")
         for name in ("max_queued_results", "stats_window"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

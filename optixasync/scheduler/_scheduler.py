@@ -67,7 +67,10 @@ from ._stats import FrameStats, SchedulerStats
 if TYPE_CHECKING:
     from ..cuda import DeviceContext
 
-__all__ = ["FrameScheduler"]
+__all__ = ["FrameScheduler", "MAX_FRAMES_IN_FLIGHT"]
+
+#: The most frame slots a scheduler takes (beyond a few, more slots only add latency and memory).
+MAX_FRAMES_IN_FLIGHT = 64
 
 
 class FrameScheduler:
@@ -119,6 +122,9 @@ class FrameScheduler:
         if isinstance(frames_in_flight, bool) or not isinstance(frames_in_flight, (int, np.integer)):
             raise TypeError(f"frames_in_flight must be an int, got {type(frames_in_flight).__name__}")
         self.frames_in_flight = int(frames_in_flight)
+        if self.frames_in_flight > MAX_FRAMES_IN_FLIGHT:
+            raise ValueError(f"frames_in_flight must be at most {MAX_FRAMES_IN_FLIGHT} (each slot holds staging and "
+                             f"buffers), got {self.frames_in_flight}")
         self._ring: FrameRing[Frame] = FrameRing(self.frames_in_flight)
         self.params_dtype = np.dtype(params_dtype) if params_dtype is not None else None
         self.stream = create_stream() if stream is None else as_cupy_stream(stream)
@@ -188,6 +194,7 @@ class FrameScheduler:
         with frame._timed(), _nvtx.annotate("optixasync.submit"):
             frame.begin_gpu_work()
             fence = self._completion.fence(frame)
+        frame.submitted = True
         frame.stats.host_submit = time.perf_counter()
         with self._lock:
             ahead = self._ring.pending()
@@ -198,29 +205,21 @@ class FrameScheduler:
             self._completion.notify()
         return frame.handle
 
-    def _abandon(self, frame: Frame) -> None:
-        """Forget a frame that enqueued nothing (its body raised before any GPU work)."""
-        with self._lock:
-            self._ring.cancel()
-            self._current = None
-
     @contextlib.contextmanager
     def frame(self) -> Iterator[Frame]:
         """Record a frame: ``begin_frame`` on entry, ``submit`` on exit.
 
-        If the body raises, work already enqueued is fenced and the frame is
-        marked aborted (its handle raises
-        :class:`~optixasync.errors.FrameAbortedError`), the exception
-        propagates, and the scheduler stays usable.
+        If the body raises, the frame is fenced behind whatever it enqueued
+        and marked aborted (its handle raises
+        :class:`~optixasync.errors.FrameAbortedError`, no result is
+        delivered, its index is not reused), the exception propagates, and
+        the scheduler stays usable.
         """
         frame = self.begin_frame()
         try:
             yield frame
         except BaseException as exc:
-            if frame.started:
-                self.submit(frame, error=exc)
-            else:
-                self._abandon(frame)
+            self.submit(frame, error=exc)
             raise
         self.submit(frame)
 

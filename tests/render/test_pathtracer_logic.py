@@ -89,8 +89,11 @@ def test_layout_probe_detects_a_mismatch():
 
 def test_kernel_entries(ptx):
     entries = set(re.findall(r"\.entry\s+(\w+)", ptx))
-    assert entries == {"__raygen__pathtrace", "__closesthit__radiance", "__miss__radiance", "__miss__shadow"}
-    assert ptx.count("_optix_trace_typed_32") == 2  # one radiance ray, one shadow ray per bounce
+    assert entries == {"__raygen__pathtrace", "__raygen__pathtrace_aovs", "__closesthit__radiance", "__miss__radiance",
+                       "__miss__shadow"}
+    for raygen in ("__raygen__pathtrace", "__raygen__pathtrace_aovs"):
+        body = ptx.split(f".entry {raygen}(")[1].split(".entry")[0]
+        assert body.count("_optix_trace_typed_32") == 2, raygen  # one radiance ray, one shadow ray per bounce
     assert "_optix_get_sbt_data_ptr" not in ptx  # everything comes from the launch parameters
 
 
