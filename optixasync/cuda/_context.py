@@ -14,7 +14,9 @@ Blocking calls
 * Creating a context initialises the CUDA driver and the OptiX device
   context (a device synchronize): set-up time.
 * :meth:`DeviceContext.close` synchronizes the device before destroying the
-  OptiX context, so no in-flight work refers to freed objects.
+  OptiX context, so no in-flight work refers to freed objects, and again
+  after closing its resources, so everything held for deferred release goes
+  too. A context still open when the interpreter exits is closed then.
 * :meth:`DeviceContext.upload` never waits: it copies the array into pinned
   staging on the host and enqueues the copy; the staging is held until the
   copy has passed.
@@ -22,6 +24,7 @@ Blocking calls
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import itertools
 import logging
@@ -44,6 +47,19 @@ from ._memory import DeviceMemory, PinnedPool
 from ._streams import as_cupy_stream, create_stream
 
 __all__ = ["DeviceContext"]
+
+# Contexts still open when the interpreter exits are closed then, before the memory module stops freeing
+# (atexit runs handlers last-registered first; this module registers after optixasync.cuda._memory).
+_open_contexts: weakref.WeakSet[DeviceContext] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_contexts() -> None:
+    for ctx in list(_open_contexts):
+        try:
+            ctx.close()
+        except Exception:  # the driver may already be going away; nothing more to save
+            pass
 
 _log = logging.getLogger("optixasync.optix")
 
@@ -142,6 +158,7 @@ class DeviceContext:
         self.memory = DeviceMemory(self.device_id)
         self.pinned = PinnedPool()
         self.deferred = DeferredRelease()
+        _open_contexts.add(self)
 
     def _enable_disk_cache(self) -> None:
         location = _config.optix_cache_dir()
@@ -229,9 +246,14 @@ class DeviceContext:
             resource = ref() if ref is not None else None
             if resource is not None:
                 resource.close()
-        self.deferred.collect()
+        # What the closes handed to deferred release (and the stream-ordered frees they enqueued) runs on
+        # the device; once it is idle again everything held can go, and the process keeps no device memory.
+        with cuda_errors("synchronizing the device after closing the context's resources"):
+            self.device.synchronize()
+        self.deferred.clear()
         self.api.optixDeviceContextDestroy(self.handle)
         self.handle = 0
+        _open_contexts.discard(self)
 
     def __enter__(self) -> DeviceContext:
         return self

@@ -37,5 +37,9 @@ class DeferredRelease:
             freed += 1
         return freed
 
+    def clear(self) -> None:
+        """Drop every held object now (the caller knows the device is idle)."""
+        self._pending.clear()
+
     def __len__(self) -> int:
         return len(self._pending)
