@@ -251,6 +251,7 @@ class DeviceContext:
         with cuda_errors("synchronizing the device after closing the context's resources"):
             self.device.synchronize()
         self.deferred.clear()
+        self.pinned.release()  # now, not whenever the pool object happens to be collected (inside someone's frame)
         self.api.optixDeviceContextDestroy(self.handle)
         self.handle = 0
         _open_contexts.discard(self)

@@ -219,6 +219,10 @@ class PinnedPool:
 
         self._pool = cupy.cuda.PinnedMemoryPool()
 
+    def release(self) -> None:
+        """Free the pool's unused blocks now (``cuMemFreeHost``, which may synchronize: at tear-down only)."""
+        self._pool.free_all_blocks()
+
     def allocate(self, nbytes: int) -> PinnedBuffer:
         """A pinned buffer of ``nbytes`` (from the pool when one of that size is free).
 
