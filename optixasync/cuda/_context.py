@@ -246,11 +246,14 @@ class DeviceContext:
             resource = ref() if ref is not None else None
             if resource is not None:
                 resource.close()
-        # What the closes handed to deferred release (and the stream-ordered frees they enqueued) runs on
-        # the device; once it is idle again everything held can go, and the process keeps no device memory.
+        # The closes handed buffers to deferred release and enqueued stream-ordered frees. Once the device is
+        # idle everything held can go; its frees are enqueued in turn, and after they have run the pool's
+        # cached blocks go back to the driver: the process keeps no device memory.
         with cuda_errors("synchronizing the device after closing the context's resources"):
             self.device.synchronize()
-        self.deferred.clear()
+            self.deferred.clear()
+            self.device.synchronize()
+        self.memory.trim()
         self.pinned.release()  # now, not whenever the pool object happens to be collected (inside someone's frame)
         self.api.optixDeviceContextDestroy(self.handle)
         self.handle = 0

@@ -137,6 +137,18 @@ class DeviceMemory:
         size = _count(shape) * dtype.itemsize
         return self._cupy.ndarray(shape, dtype, memptr=self.alloc(size, stream))
 
+    def trim(self) -> None:
+        """Give the pool's unused memory back to the driver (``cudaMemPoolTrimTo``; at tear-down).
+
+        The pool keeps freed blocks mapped for reuse (its release threshold is
+        unlimited); a closed context trims it so that the process holds no
+        device memory it does not use.
+        """
+        try:
+            self._runtime.memPoolTrimTo(self._pool, 0)
+        except Exception as exc:
+            reraise(exc, "cudaMemPoolTrimTo")
+
     def used_bytes(self) -> int:
         """Bytes currently allocated from the device's pool, by anyone using it (a query; never waits).
 
