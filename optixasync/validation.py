@@ -21,6 +21,7 @@ an operation jaxlib gives no non-blocking guarantee for.)
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeVar
 
@@ -30,6 +31,7 @@ __all__ = [
     "ArrayInfo",
     "DLPACK_CUDA_DEVICES",
     "as_affine",
+    "as_int",
     "check_indices",
     "check_vertices",
     "coerce_options",
@@ -267,6 +269,28 @@ def as_affine(matrix: Any, name: str = "transform") -> np.ndarray:
     if abs(np.linalg.det(m[:, :3])) <= SINGULAR_TOLERANCE * scale**3:
         raise ValueError(f"{name} is singular (its 3x3 part has determinant ~0): it would flatten the geometry")
     return np.ascontiguousarray(m)
+
+
+def as_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int (any exact integer, not a bool), within ``[low, high]`` when given.
+
+    Raises
+    ------
+    TypeError
+        On a value that is not an exact integer (a float, a string, a bool), naming ``name``.
+    ValueError
+        Outside the range, naming ``name`` and the range.
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got a bool")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+        raise ValueError(f"{name} must be in {bounds}, got {number}")
+    return number
 
 
 def coerce_options(cls: type[T], value: Any) -> T:

@@ -20,13 +20,12 @@ The full list, with the reasons, is in the docstring of
 from __future__ import annotations
 
 import atexit
-import operator
 import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from ..validation import coerce_options
+from ..validation import as_int, coerce_options
 from ._cache import FilterCache
 from ._device import OidnDevice
 from ._errors import DenoiseError, OidnError
@@ -82,15 +81,7 @@ class DenoiserStats:
 
 
 def _size(name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got a bool")
-    try:
-        size = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
-    if not 1 <= size <= 1 << 16:
-        raise ValueError(f"{name} must be in [1, 65536], got {size}")
-    return size
+    return as_int(name, value, 1, 1 << 16)
 
 
 def _device_id(device: str, device_id: Any) -> int | None:

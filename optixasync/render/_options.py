@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, fields
-from typing import Any
+
+from ..validation import as_int
 
 __all__ = ["RenderOptions", "MAX_LAUNCH_PIXELS"]
 
 #: OptiX launches at most 2**30 threads; the tracer launches one per pixel.
 MAX_LAUNCH_PIXELS = 2**30
-
-
-def _int(name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got a bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -66,7 +57,7 @@ class RenderOptions:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            object.__setattr__(self, f.name, _int(f.name, getattr(self, f.name)))
+            object.__setattr__(self, f.name, as_int(f.name, getattr(self, f.name)))
         if self.width < 1 or self.height < 1:
             raise ValueError(f"image size must be positive, got width={self.width}, height={self.height}")
         if self.width * self.height > MAX_LAUNCH_PIXELS:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..scene import Camera, Scene
+from ..validation import as_int
 from ._layout import MESH_EMISSIVE, MESH_RECORD, MESH_TWO_SIDED
 from ._options import RenderOptions
 
@@ -25,11 +26,7 @@ MAX_SAMPLES = 2**32 - 1  # the kernel's sample index is a 32-bit unsigned int
 
 def positive_int(name: str, value: Any) -> int:
     """``value`` as a positive int; TypeError/ValueError naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be a positive integer, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value}")
-    return int(value)
+    return as_int(name, value, 1)
 
 
 def launch_plan(total: int, per_launch: int) -> list[tuple[int, int]]:
