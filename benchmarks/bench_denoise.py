@@ -59,7 +59,7 @@ def denoise_cost(ctx: Any, tracer: Any, repeats: int) -> list[dict[str, Any]]:
 
 def progressive(ctx: Any, tracer: Any, frames: int, warmup: int, denoise: bool) -> dict[str, Any]:
     with FrameScheduler(ctx, 2, params_dtype=tracer.params_dtype, stream=tracer.stream) as sched:
-        denoiser = FrameDenoiser(tracer, sched.stream) if denoise else None
+        denoiser = FrameDenoiser(tracer, sched.stream, frames_in_flight=2) if denoise else None
         for _ in range(frames + warmup):
             with sched.frame() as f:
                 if denoiser is not None:

@@ -120,6 +120,9 @@ def busy_soak(ctx: Any, busy: Any, frames: int, warmup: int) -> dict[str, Any]:
         with sched.frame() as f:
             busy.record(f, spin_ns=0, scale=0.5, n_out=8)
         f.handle.add_done_callback(check)
+        if k > warmup and k % 100_000 == 0:  # progress, so that a run cut short still shows the trend
+            print(f"busy soak: frame {k}: RSS {rss_mib():.3f} MiB (warm {mark['rss']:.3f}), device pool "
+                  f"{ctx.memory.used_bytes()} B (warm {mark['device']}), delivered {count[0]}", flush=True)
     sched.drain()
     wall = time.perf_counter() - start
     settle()

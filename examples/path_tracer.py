@@ -6,7 +6,7 @@
     python examples/path_tracer.py --frames 120                     # the rippling cloth: out_0000.png ... out_0119.png
     python examples/path_tracer.py --progressive 64 --spp-per-frame 4
 
-The same code as ``optixasync render`` (see optixasync/render/_cli.py).
+The same code as ``optixasync render`` (see optixasync._render_cli.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from optixasync.render._cli import add_arguments, run
+from optixasync._render_cli import add_arguments, run
 
 
 def main(argv: list[str] | None = None) -> int:

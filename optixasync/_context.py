@@ -82,7 +82,13 @@ class Context(DeviceContext):
     ) -> None:
         super().__init__(device, validation=validation, log_level=log_level, abi=abi, disk_cache=disk_cache)
         if warm_up:
-            warm_up_accel(self)
+            try:
+                warm_up_accel(self)
+            except BaseException as exc:
+                # The caller never gets this context to close: close it here, as leaving a `with` block does
+                # after an exception (the warm-up's error is the one raised).
+                self.__exit__(type(exc), exc, exc.__traceback__)
+                raise
 
     # -- programs ----------------------------------------------------------------
     def create_module(self, source: Any, **kwargs: Any) -> Module:

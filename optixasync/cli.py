@@ -32,7 +32,7 @@ EXIT_BAD_INPUT = 2
 
 #: Subcommand name -> module with ``add_parser(subparsers)`` and ``run(args)``.
 SUBCOMMAND_MODULES = {
-    "render": "optixasync.render._cli",
+    "render": "optixasync._render_cli",
     "syncwatch": "optixasync.diagnostics._cli",
     "view": "optixasync.viewer._cli",
 }
@@ -55,10 +55,13 @@ def doctor(out: Callable[[str], None] = print) -> int:
     if _driver.load_cuda_library() is None:
         out(f"optixasync doctor: {_driver.no_driver_message()}")
         return EXIT_UNAVAILABLE
-    cuda_version = _driver.driver_cuda_version() or 0
-    extra = _driver.cuda_extra(cuda_version)
-    out(f"driver              : {_driver.driver_version() or 'unknown (libnvidia-ml.so.1 not found)'}, "
-        f"CUDA {cuda_version // 1000}.{cuda_version % 1000 // 10} -> install optixasync[{extra}]")
+    cuda_version = _driver.driver_cuda_version()
+    if cuda_version:
+        cuda = (f"CUDA {cuda_version // 1000}.{cuda_version % 1000 // 10} -> "
+                f"install optixasync[{_driver.cuda_extra(cuda_version)}]")
+    else:  # no extra can be recommended for a version the driver did not report
+        cuda = "CUDA unknown"
+    out(f"driver              : {_driver.driver_version() or 'unknown (libnvidia-ml.so.1 not found)'}, {cuda}")
     gpus = _driver.devices()
     if not gpus:
         out("optixasync doctor: no CUDA device: the NVIDIA driver is loaded but sees no GPU (check nvidia-smi)")
@@ -68,11 +71,12 @@ def doctor(out: Callable[[str], None] = print) -> int:
         out(f"GPU {gpu.index:<16}: {gpu.name} (sm_{major}{minor}), {_format_bytes(gpu.memory_bytes)}")
     try:
         lib = load_library()
+        answers = {abi: probe_abi(lib, abi) for abi in ABI_TABLE_SIZES}  # each ABI asked once
     except OptixAsyncError as exc:
         out(f"OptiX               : {exc}")
         return EXIT_UNAVAILABLE
-    accepted = [f"{abi} (OptiX {ABI_OPTIX_VERSIONS[abi]})" for abi in ABI_TABLE_SIZES if probe_abi(lib, abi) == 0]
-    refused = [str(abi) for abi in ABI_TABLE_SIZES if probe_abi(lib, abi) != 0]
+    accepted = [f"{abi} (OptiX {ABI_OPTIX_VERSIONS[abi]})" for abi, status in answers.items() if status == 0]
+    refused = [str(abi) for abi, status in answers.items() if status != 0]
     out(f"OptiX ABIs accepted : {', '.join(accepted) or 'none'}" + (f"; refused: {', '.join(refused)}" if refused else ""))
     try:
         major, minor = nvrtc_version()
@@ -133,7 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, path in SUBCOMMAND_MODULES.items():
         try:
             modules[name] = importlib.import_module(path)
-        except ImportError:  # a subcommand whose module is absent from this install
+        except ImportError as exc:
+            # A package outside optixasync that is not installed (an optional extra) hides the subcommand; a
+            # module of optixasync that fails to import is a bug to see, not a missing command.
+            if exc.name is not None and exc.name.split(".")[0] == "optixasync":
+                raise
             continue
         modules[name].add_parser(sub)
     args = parser.parse_args(argv)

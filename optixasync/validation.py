@@ -288,8 +288,9 @@ def as_int(name: str, value: Any, low: int | None = None, high: int | None = Non
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
     if (low is not None and number < low) or (high is not None and number > high):
-        bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
-        raise ValueError(f"{name} must be in {bounds}, got {number}")
+        if low is not None and high is not None:
+            raise ValueError(f"{name} must be in [{low}, {high}], got {number}")
+        raise ValueError(f"{name} must be {f'>= {low}' if low is not None else f'<= {high}'}, got {number}")
     return number
 
 

@@ -53,6 +53,77 @@ def test_doctor_reports_a_missing_driver_in_process(monkeypatch):
     assert lines == [VERSION_LINE, f"optixasync doctor: {_driver.no_driver_message()}"]
 
 
+@pytest.fixture
+def a_driver(monkeypatch):
+    """A machine whose driver answers doctor's first questions: version 550.54, CUDA 12.4, one GPU."""
+    monkeypatch.setattr(_driver, "load_cuda_library", lambda: object())
+    monkeypatch.setattr(_driver, "driver_version", lambda: "550.54")
+    monkeypatch.setattr(_driver, "driver_cuda_version", lambda: 12040)
+    monkeypatch.setattr(_driver, "devices", lambda: [_driver.DeviceInfo(0, "Stand-in GPU", (9, 0), 2**37)])
+
+
+def test_doctor_names_the_extra_of_the_driver_cuda_version(a_driver, monkeypatch):
+    monkeypatch.setattr(_driver, "devices", lambda: [])  # stop after the driver line
+    lines: list[str] = []
+    assert cli.doctor(out=lines.append) == 1
+    assert lines[1] == "driver              : 550.54, CUDA 12.4 -> install optixasync[cuda12]"
+
+
+def test_doctor_with_an_unknown_cuda_version_recommends_no_extra(a_driver, monkeypatch):
+    monkeypatch.setattr(_driver, "driver_cuda_version", lambda: None)
+    monkeypatch.setattr(_driver, "devices", lambda: [])
+    lines: list[str] = []
+    assert cli.doctor(out=lines.append) == 1
+    assert lines[1] == "driver              : 550.54, CUDA unknown"
+
+
+def test_doctor_asks_the_driver_about_each_abi_once(a_driver, monkeypatch):
+    from optixasync import program
+    from optixasync._optix import _loader
+
+    asked: list[int] = []
+    monkeypatch.setattr(_loader, "load_library", lambda: object())
+    monkeypatch.setattr(_loader, "probe_abi", lambda lib, abi: asked.append(abi) or (0 if abi in (87, 93) else 7801))
+
+    def no_nvrtc():
+        raise RuntimeError("no NVRTC here")  # doctor stops at the next line
+
+    monkeypatch.setattr(program, "nvrtc_version", no_nvrtc)
+    lines: list[str] = []
+    assert cli.doctor(out=lines.append) == 1
+    assert sorted(asked) == sorted(_loader.ABI_TABLE_SIZES)
+    assert "OptiX ABIs accepted : 87 (OptiX 8.0), 93 (OptiX 8.1); refused: 105, 118" in lines
+
+
+def test_doctor_reports_a_library_without_the_entry_point(a_driver, monkeypatch):
+    from optixasync._optix import _loader
+    from optixasync.errors import DriverNotFoundError
+
+    def no_entry(lib, abi):
+        raise DriverNotFoundError("libnvoptix.so.1 has no optixQueryFunctionTable entry point")
+
+    monkeypatch.setattr(_loader, "load_library", lambda: object())
+    monkeypatch.setattr(_loader, "probe_abi", no_entry)
+    lines: list[str] = []
+    assert cli.doctor(out=lines.append) == 1
+    assert lines[-1] == "OptiX               : libnvoptix.so.1 has no optixQueryFunctionTable entry point"
+
+
+def test_a_subcommand_whose_dependency_is_not_installed_is_left_out(monkeypatch, capsys):
+    monkeypatch.setitem(cli.SUBCOMMAND_MODULES, "extra", "optixasync_stand_in_extra_that_is_not_installed")
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--help"])
+    assert info.value.code == 0
+    assert "extra" not in capsys.readouterr().out
+
+
+def test_a_broken_subcommand_module_of_optixasync_is_raised(monkeypatch):
+    monkeypatch.setitem(cli.SUBCOMMAND_MODULES, "broken", "optixasync._no_such_subcommand_module")
+    with pytest.raises(ImportError) as info:
+        cli.main(["--help"])
+    assert info.value.name == "optixasync._no_such_subcommand_module"
+
+
 def test_main_without_a_command_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
         cli.main([])

@@ -1,10 +1,14 @@
-"""The public Context: bad arguments fail before the machine is asked anything (CPU)."""
+"""The public Context: bad arguments fail before the machine is asked anything; closing always completes (CPU)."""
 
 from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
 
 import pytest
 
 import optixasync
+from optixasync.errors import CudaError
 
 
 @pytest.mark.parametrize("abi", [93, 105, 118, 0, "87", True])
@@ -19,3 +23,143 @@ def test_context_is_a_device_context():
                     "create_sbt", "create_geometry_accel", "create_instance_accel"):
         assert callable(getattr(optixasync.Context, factory))
         assert not hasattr(optixasync.DeviceContext, factory)  # the low layer has no factories
+
+
+@pytest.mark.parametrize(("level", "exc"), [(5, ValueError), (-1, ValueError), (2.0, TypeError), (True, TypeError)])
+def test_log_level_is_checked_before_the_machine_is_asked(monkeypatch, level, exc):
+    monkeypatch.setattr("optixasync.cuda._context.load_cuda_library", _no_machine_call)
+    with pytest.raises(exc, match="log_level"):
+        optixasync.Context(log_level=level)
+
+
+def _no_machine_call(*args):
+    raise AssertionError("the driver was asked before the arguments were checked")
+
+
+# --- closing: every step runs, the OptiX context always goes ----------------------------------------------------------
+#
+# A device context is assembled from stand-ins (no driver): what close() and the constructor's clean-up do is
+# recorded in `calls`.
+
+
+class FakeApi:
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def optixDeviceContextCreate(self, cu_context, options, handle):
+        handle._obj.value = 0xC0DE  # byref() keeps the object it points at in _obj
+        self.calls.append("create")
+        return 0
+
+    def optixDeviceContextDestroy(self, handle):
+        self.calls.append(("destroy", handle))
+        return 0
+
+
+class FakeResource:
+    def __init__(self, calls: list, name: str, error: Exception | None = None) -> None:
+        self.calls, self.name, self.error = calls, name, error
+
+    def close(self) -> None:
+        self.calls.append(f"close {self.name}")
+        if self.error is not None:
+            raise self.error
+
+
+def fake_device_context(cls=optixasync.DeviceContext, sync_error: Exception | None = None):
+    """A device context over stand-ins, open, as the constructor leaves it; returns it and its call record."""
+    calls: list = []
+    ctx = cls.__new__(cls)
+    _fill(ctx, calls, sync_error)
+    return ctx, calls
+
+
+def _fill(ctx, calls: list, sync_error: Exception | None = None) -> None:
+    def synchronize():
+        calls.append("synchronize")
+        if sync_error is not None:
+            raise sync_error
+
+    ctx.handle = 0xC0DE
+    ctx.device_id = 0
+    ctx.api = FakeApi(calls)
+    ctx.device = SimpleNamespace(synchronize=synchronize)
+    ctx._tracked, ctx._serial = {}, itertools.count()
+    ctx.deferred = SimpleNamespace(clear=lambda: calls.append("deferred.clear"))
+    ctx.memory = SimpleNamespace(trim=lambda: calls.append("memory.trim"))
+    ctx.pinned = SimpleNamespace(release=lambda: calls.append("pinned.release"))
+
+
+def test_close_runs_every_step_in_order():
+    ctx, calls = fake_device_context()
+    first, second = FakeResource(calls, "first"), FakeResource(calls, "second")
+    ctx.track(first)
+    ctx.track(second)
+    ctx.close()
+    assert calls == ["synchronize", "close second", "close first", "synchronize", "deferred.clear", "synchronize",
+                     "memory.trim", "pinned.release", ("destroy", 0xC0DE)]
+    assert ctx.closed
+    ctx.close()  # idempotent
+    assert calls.count(("destroy", 0xC0DE)) == 1
+
+
+def test_close_after_a_sticky_error_still_closes_everything_and_raises_the_first_error():
+    sticky = CudaError(700, "cudaErrorIllegalAddress", "an illegal memory access was encountered")
+    ctx, calls = fake_device_context(sync_error=sticky)
+    resources = [FakeResource(calls, "a"), FakeResource(calls, "b", ValueError("b failed")), FakeResource(calls, "c")]
+    for resource in resources:
+        ctx.track(resource)
+    with pytest.raises(CudaError) as info:
+        ctx.close()
+    assert info.value is sticky  # the first error, not the later ones
+    assert ["close c", "close b", "close a"] == [c for c in calls if isinstance(c, str) and c.startswith("close")]
+    assert "deferred.clear" not in calls  # the device was not seen idle: what is held stays held
+    assert calls[-1] == ("destroy", 0xC0DE) and ctx.closed
+    ctx.close()  # closed: nothing is tried again
+    assert calls.count(("destroy", 0xC0DE)) == 1
+
+
+def test_a_failing_close_does_not_hide_the_error_of_a_with_block(caplog):
+    ctx, calls = fake_device_context(sync_error=CudaError(700, "cudaErrorIllegalAddress", "illegal address"))
+    with pytest.raises(KeyError, match="the body's error"):
+        with ctx:
+            raise KeyError("the body's error")
+    assert ctx.closed and calls[-1] == ("destroy", 0xC0DE)
+    assert "cudaErrorIllegalAddress" in caplog.text
+
+
+def test_a_failure_after_the_optix_context_is_created_destroys_it(monkeypatch):
+    calls: list = []
+    device = SimpleNamespace(id=0, use=lambda: None)
+    cupy = SimpleNamespace(cuda=SimpleNamespace(Device=lambda *args: device, runtime=SimpleNamespace(free=lambda p: None),
+                                                driver=SimpleNamespace(ctxGetCurrent=lambda: 0x1234)))
+    monkeypatch.setattr("optixasync.cuda._context.load_cuda_library", lambda: object())
+    api = FakeApi(calls)
+    api.abi = 87
+    monkeypatch.setattr("optixasync.cuda._context.get_api", lambda abi: api)
+    monkeypatch.setattr("optixasync.cuda._context.require_cupy", lambda: cupy)
+
+    def no_stream():
+        raise CudaError(2, "cudaErrorMemoryAllocation", "creating a stream failed")
+
+    monkeypatch.setattr("optixasync.cuda._context.create_stream", no_stream)
+    with pytest.raises(CudaError, match="creating a stream"):
+        optixasync.DeviceContext(disk_cache=False)
+    assert calls == ["create", ("destroy", 0xC0DE)]
+
+
+@pytest.mark.parametrize("close_fails", [False, True])
+def test_a_failed_warm_up_closes_the_context_and_raises_its_own_error(monkeypatch, close_fails):
+    record: list = []
+
+    def fake_init(self, *args, **kwargs):
+        _fill(self, record, CudaError(700, "cudaErrorIllegalAddress", "illegal address") if close_fails else None)
+
+    def failing_warm_up(ctx):
+        raise RuntimeError("the warm-up failed")
+
+    monkeypatch.setattr(optixasync.DeviceContext, "__init__", fake_init)
+    monkeypatch.setattr("optixasync._context.warm_up_accel", failing_warm_up)
+    with pytest.raises(RuntimeError, match="the warm-up failed"):
+        optixasync.Context()
+    assert record[-1] == ("destroy", 0xC0DE)

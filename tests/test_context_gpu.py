@@ -74,3 +74,14 @@ def test_a_missing_device_is_a_cuda_error():
     count = cupy.cuda.runtime.getDeviceCount()
     with pytest.raises(CudaError, match="device"):
         optixasync.Context(device=count + 3, warm_up=False)
+
+
+def test_event_done_follows_the_work_it_fences(ctx):
+    from optixasync.cuda import create_stream, event_done, record_event, spin_gpu, synchronize
+
+    stream = create_stream()
+    spin_gpu(50_000_000, stream)  # 50 ms of work ahead of the event
+    event = record_event(stream)
+    assert event_done(event) is False
+    synchronize(event)
+    assert event_done(event) is True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from collections.abc import Callable
 
 from ..errors import DriverNotFoundError
 
@@ -136,9 +137,29 @@ def check_abi(abi: object) -> int:
     return int(abi)
 
 
+def _query_entry(lib: ctypes.CDLL) -> Callable[..., int]:
+    """The library's ``optixQueryFunctionTable``.
+
+    Raises
+    ------
+    DriverNotFoundError
+        If the library has no such entry point (not the OptiX driver library).
+    """
+    try:
+        return _QUERY_PROTOTYPE(("optixQueryFunctionTable", lib))
+    except AttributeError as exc:
+        raise DriverNotFoundError(f"{lib._name} has no optixQueryFunctionTable entry point: {exc}") from None
+
+
 def probe_abi(lib: ctypes.CDLL, abi: int) -> int:
-    """The ``OptixResult`` the driver gives for a function table request of ``abi`` (0: accepted)."""
-    query = _QUERY_PROTOTYPE(("optixQueryFunctionTable", lib))
+    """The ``OptixResult`` the driver gives for a function table request of ``abi`` (0: accepted).
+
+    Raises
+    ------
+    DriverNotFoundError
+        If ``lib`` has no ``optixQueryFunctionTable`` entry point.
+    """
+    query = _query_entry(lib)
     table = (ctypes.c_void_p * ABI_TABLE_SIZES[abi])()
     return int(query(abi, 0, None, None, ctypes.cast(table, ctypes.c_void_p), ctypes.sizeof(table)))
 
@@ -154,10 +175,7 @@ def query_function_table(lib: ctypes.CDLL, abi: int) -> tuple[int, dict[str, int
         Entry name to function address; empty unless ``status`` is 0.
     """
     names = ABI_TABLES[check_abi(abi)]
-    try:
-        query = _QUERY_PROTOTYPE(("optixQueryFunctionTable", lib))
-    except AttributeError as exc:
-        raise DriverNotFoundError(f"{lib._name} has no optixQueryFunctionTable entry point: {exc}") from None
+    query = _query_entry(lib)
     table = (ctypes.c_void_p * len(names))()
     status = query(abi, 0, None, None, ctypes.cast(table, ctypes.c_void_p), ctypes.sizeof(table))
     if status != 0:

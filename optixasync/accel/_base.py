@@ -201,25 +201,35 @@ class AccelStructure:
         timer = self._build_timer if building else self._refit_timer
         span = timer.start(stream)
         handle = ctypes.c_uint64(self.handle)
-        with _nvtx.annotate("optixasync.build" if building else "optixasync.refit"):
-            check(
-                ctx.api.optixAccelBuild(
-                    ctx.handle, stream_handle(stream), ctypes.byref(self._build_options(operation)), self._structs,
-                    self._count, int(temp.ptr), temp_size, int(self.buffer.ptr), aligned(self.nbytes),
-                    ctypes.byref(handle), ctypes.byref(emit) if emit is not None else None, emit_count,
-                ),
-                "optixAccelBuild" if building else "optixAccelBuild(update)",
-                api=ctx.api,
-            )
+        try:
+            with _nvtx.annotate("optixasync.build" if building else "optixasync.refit"):
+                check(
+                    ctx.api.optixAccelBuild(
+                        ctx.handle, stream_handle(stream), ctypes.byref(self._build_options(operation)), self._structs,
+                        self._count, int(temp.ptr), temp_size, int(self.buffer.ptr), aligned(self.nbytes),
+                        ctypes.byref(handle), ctypes.byref(emit) if emit is not None else None, emit_count,
+                    ),
+                    "optixAccelBuild" if building else "optixAccelBuild(update)",
+                    api=ctx.api,
+                )
+        except BaseException:
+            timer.cancel(span)
+            if building:
+                # The new buffers hold no structure and the old ones are already handed to deferred release:
+                # nothing valid is left to describe, so the structure is closed rather than left pointing at either.
+                self.close()
+            raise
         end = timer.stop(span, stream)
         self.handle = int(handle.value)
         del temp  # freed in the stream's order: after the build, never under it
-        if building:
-            if emit is not None:
-                # The compacted size travels to pinned memory behind an event; nobody waits for it here.
-                self._size_staging = ctx.pinned.allocate(8)  # viewed only when read: the submit path stays short
-                self._size_staging.copy_from_device_async(self._size_device, stream, 8)
-                self._size_event = ctx.deferred.after(stream)
+        if building and emit is not None:
+            # The compacted size travels to pinned memory behind an event; nobody waits for it here.
+            self._size_staging = ctx.pinned.allocate(8)  # viewed only when read: the submit path stays short
+            self._size_staging.copy_from_device_async(self._size_device, stream, 8)
+            self._size_event = ctx.deferred.after(stream)
+            # The structure's end is after the copy: a stream ordered after it (a rebuild elsewhere, which hands
+            # the staging to deferred release there) never lets the staging go back to the pool under the copy.
+            end = self._size_event
         self.ready.adopt(end, stream)
 
     # -- reporting -----------------------------------------------------------------
@@ -292,8 +302,10 @@ class AccelStructure:
     def close(self) -> None:
         """Release the buffers and the inputs uploaded for the build (freed in stream order); forget the handle."""
         self.buffer = self._temp_update = self._size_device = self._size_staging = None
-        self._release_inputs()
-        self.handle = 0
+        try:
+            self._release_inputs()
+        finally:
+            self.handle = 0  # closed even when releasing the inputs fails (an error of the device's work)
 
     def _release_inputs(self) -> None:
         """Drop the device copies of the build inputs (each structure type knows its own)."""

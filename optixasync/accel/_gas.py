@@ -79,9 +79,19 @@ class GeometryAccel(AccelStructure):
         """``array`` on the device: host arrays uploaded on ``stream``, device arrays read in place.
 
         A foreign device array becomes a CuPy view ordered after its producer on ``stream`` (the view holds
-        the producer); optixasync's own arrays are used as they are.
+        the producer); optixasync's own arrays are used as they are, once they are known to be on this
+        context's device.
+
+        Raises
+        ------
+        ValueError
+            Naming ``name``: an array of another device (read there, it would be an illegal address).
         """
         if is_library_array(array):
+            found = int(array.data.device_id)  # the label of its memory: no CUDA call
+            if found != self.ctx.device_id:
+                raise ValueError(f"{name} is on CUDA device {found}, but the optixasync context is on device "
+                                 f"{self.ctx.device_id}: move it there first")
             return array
         if not is_device_array(array):
             return self.ctx.upload(array, stream)

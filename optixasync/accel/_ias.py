@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optix import types as t
-from ..validation import as_affine
+from ..validation import as_affine, as_int
 from ._base import AccelStructure
 
 if TYPE_CHECKING:
@@ -67,11 +67,7 @@ class Instance:
         self.transform = as_affine(self.transform, "Instance.transform").astype(np.float32)
         for name, limit in (("visibility_mask", 2**8), ("instance_id", 2**28), ("sbt_offset", 2**28),
                             ("flags", 2**32)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"Instance.{name} must be an int, got {type(value).__name__} {value!r}")
-            if not 0 <= value < limit:
-                raise ValueError(f"Instance.{name} must be in [0, {limit:#x}), got {value}")
+            setattr(self, name, as_int(f"Instance.{name}", getattr(self, name), 0, limit - 1))
 
 
 class InstanceAccel(AccelStructure):
@@ -100,8 +96,11 @@ class InstanceAccel(AccelStructure):
         self._build(t.BuildOperation.BUILD, self.stream)
 
     def _check_owned(self, instances: Sequence[Instance]) -> None:
+        """Refuse structures of another context, and closed ones (their handle is gone)."""
         for k, inst in enumerate(instances):
             self.ctx.require_own(inst.accel, f"the structure of instance {k}")
+            if inst.accel.handle == 0:
+                raise ValueError(f"instance {k} refers to a closed acceleration structure")
 
     def records(self) -> np.ndarray:
         """The ``OptixInstance`` records for the instances' current handles."""
@@ -114,9 +113,10 @@ class InstanceAccel(AccelStructure):
         return records
 
     def _upload_records(self, stream: Any) -> None:
+        records = self.records()  # a closed structure is refused before any GPU work
         for inst in self.instances:
             inst.accel.ready.order(stream)  # build after the instanced structures' last operations
-        self._records = self.ctx.upload(self.records(), stream)
+        self._records = self.ctx.upload(records, stream)
         arr = self._structs[0].instanceArray
         arr.instances = int(self._records.data.ptr)
         arr.numInstances = len(self.instances)
@@ -127,13 +127,23 @@ class InstanceAccel(AccelStructure):
         self._structs = None
 
     def rebuild(self, instances: Sequence[Instance] | None = None, stream: Any = None) -> None:
-        """Rebuild over new or changed instances (new transforms, compacted or rebuilt children)."""
+        """Rebuild over new or changed instances (new transforms, compacted or rebuilt children).
+
+        Raises
+        ------
+        TypeError, ValueError
+            On bad ``instances`` (of another context, or of a closed structure); the structure keeps its
+            instances.
+        RuntimeError
+            If this structure is closed.
+        """
+        self._check_open()
         if instances is not None:
             instances = list(instances)
             if not instances or not all(isinstance(i, Instance) for i in instances):
                 raise TypeError("instances must be a non-empty sequence of Instance")
             self._check_owned(instances)
-            self.instances = instances
+            self.instances = instances  # only once every check has passed
         stream = self._use_stream(stream)
         self._upload_records(stream)
         self._build(t.BuildOperation.BUILD, stream)

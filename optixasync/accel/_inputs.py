@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import check_indices, check_vertices, describe_array
+from ..validation import as_int, check_indices, check_vertices, describe_array
 
 __all__ = ["TriangleInput"]
 
@@ -46,9 +46,7 @@ class TriangleInput:
     num_sbt_records: int = 1
 
     def __post_init__(self) -> None:
-        if isinstance(self.num_sbt_records, bool) or not isinstance(self.num_sbt_records, (int, np.integer)):
-            raise TypeError(f"num_sbt_records must be an int, got {type(self.num_sbt_records).__name__} "
-                            f"{self.num_sbt_records!r}")
+        self.num_sbt_records = as_int("num_sbt_records", self.num_sbt_records, 1)
         self.num_vertices = check_vertices(self.vertices)
         if self.indices is None:
             if self.num_vertices % 3:
@@ -67,5 +65,3 @@ class TriangleInput:
                 raise ValueError(
                     f"material_ids reach {int(self.material_ids.max())} but num_sbt_records is {self.num_sbt_records}"
                 )
-        if not 1 <= self.num_sbt_records:
-            raise ValueError(f"num_sbt_records must be at least 1, got {self.num_sbt_records}")

@@ -57,6 +57,13 @@ class RayCaster:
         Returns a dict of numpy arrays: ``t`` (float32, -1 on a miss), ``prim``
         and ``inst`` (int32, -1 on a miss; ``inst`` is also -1 for hits on a GAS
         traced without an instance, where OptiX reports the id ~0) and ``hit`` (bool).
+
+        Raises
+        ------
+        ValueError
+            On rays of another shape, or a structure of another context.
+        RuntimeError
+            If ``accel`` is a closed structure (its handle is gone: every ray would miss).
         """
         origins = np.ascontiguousarray(origins, dtype=np.float32)
         directions = np.ascontiguousarray(directions, dtype=np.float32)
@@ -64,10 +71,12 @@ class RayCaster:
             raise ValueError(f"origins and directions must both have shape (R, 3), got {origins.shape}, {directions.shape}")
         ctx = self.ctx
         stream = ctx.stream if stream is None else as_cupy_stream(stream)
-        handle = accel if isinstance(accel, int) else accel.handle
         if not isinstance(accel, int):
             ctx.require_own(accel, "the structure to cast against")
+            if accel.handle == 0:
+                raise RuntimeError(f"cannot cast against a closed {type(accel).__name__}")
             accel.ready.order(stream)
+        handle = accel if isinstance(accel, int) else accel.handle
         count = len(origins)
         o, d = ctx.upload(origins, stream), ctx.upload(directions, stream)
         t = ctx.memory.empty((count,), np.float32, stream)

@@ -1,13 +1,20 @@
 """The CUDA layer: the device context, streams, events, readiness, GPU timing, memory and staging, over CuPy.
 
 Every stream optixasync creates is non-blocking (it never synchronizes with
-the legacy default stream), no library call uses the default stream or
-CuPy's current stream, and every mechanism the layers above share lives here
-once: ordering a stream after an event (:func:`wait_event`,
-:class:`Readiness`), timing GPU work (:class:`GpuTimer`), converting any
-stream-like (:func:`as_cupy_stream`), translating CUDA failures into
-:class:`~optixasync.errors.CudaError`, using other libraries' device arrays
-in place with their stream order kept (:func:`consume_device_array`).
+the legacy default stream). Library calls enqueue work on the streams they
+are given, never on CuPy's current stream, and refuse the legacy default
+stream (handle 0 or 1); the per-thread default stream (handle 2) is
+accepted when a caller passes it. One call records on a default stream by
+itself: when a producer's ``__cuda_array_interface__`` names stream 1 or 2
+as where its writes are pending, :func:`consume_device_array` records an
+event there (no other work) for the consumer's stream to wait for.
+
+Every mechanism the layers above share lives here once: ordering a stream
+after an event (:func:`wait_event`, :class:`Readiness`), timing GPU work
+(:class:`GpuTimer`), converting any stream-like (:func:`as_cupy_stream`),
+translating CUDA failures into :class:`~optixasync.errors.CudaError`,
+using other libraries' device arrays in place with their stream order kept
+(:func:`consume_device_array`).
 
 Each module of optixasync that talks to CUDA lists the calls that may block
 the host, and why, in its own docstring ("Blocking calls"); the
@@ -19,7 +26,7 @@ host and the Python line that made it.
 from ._context import DeviceContext
 from ._deferred import DeferredRelease
 from ._errors import as_cuda_error, cuda_errors, reraise
-from ._events import EventPool, elapsed_ms, fence_event, record_event, synchronize, timing_event
+from ._events import EventPool, elapsed_ms, event_done, fence_event, record_event, synchronize, timing_event
 from ._interop import ConsumedArray, consume_device_array, is_library_array
 from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer
 from ._nvtx import enable_nvtx, nvtx_enabled, nvtx_range
@@ -48,6 +55,7 @@ __all__ = [
     "device_pointer",
     "elapsed_ms",
     "enable_nvtx",
+    "event_done",
     "fence_event",
     "is_library_array",
     "nvtx_enabled",

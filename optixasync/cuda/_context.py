@@ -16,20 +16,27 @@ Blocking calls
 * :meth:`DeviceContext.close` synchronizes the device before destroying the
   OptiX context, so no in-flight work refers to freed objects, and again
   after closing its resources, so everything held for deferred release goes
-  too. A context still open when the interpreter exits is closed then.
-* :meth:`DeviceContext.upload` never waits: it copies the array into pinned
-  staging on the host and enqueues the copy; the staging is held until the
-  copy has passed.
+  too; it then frees the pinned pool's unused blocks (``cuMemFreeHost``,
+  which may synchronize). A context still open when the interpreter exits
+  is closed then.
+* :meth:`DeviceContext.upload` does not wait for the GPU: it copies the
+  array into pinned staging on the host and enqueues the copy; the staging
+  is held until the copy has passed. It can block in the allocators, as
+  :mod:`optixasync.cuda._memory` describes: the first staging buffer of a
+  size is a new ``cuMemHostAlloc`` (which can take milliseconds), and a
+  device allocation that grows the device's memory pool maps new memory.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import itertools
 import logging
 import os
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -40,6 +47,7 @@ from .._optix import DEFAULT_ABI, check, get_api
 from .._optix import types as t
 from .._optix._loader import check_abi
 from ..errors import DriverNotFoundError
+from ..validation import as_int
 from . import _nvtx
 from ._deferred import DeferredRelease
 from ._errors import cuda_errors
@@ -62,6 +70,7 @@ def _close_open_contexts() -> None:
             pass
 
 _log = logging.getLogger("optixasync.optix")
+_close_log = logging.getLogger("optixasync")
 
 # OptiX log levels: 1 fatal, 2 error, 3 warning, 4 print.
 _LEVELS = {1: logging.CRITICAL, 2: logging.ERROR, 3: logging.WARNING, 4: logging.INFO}
@@ -71,6 +80,15 @@ _LEVELS = {1: logging.CRITICAL, 2: logging.ERROR, 3: logging.WARNING, 4: logging
 def _log_callback(level: int, tag: bytes | None, message: bytes | None, _data: int | None) -> None:
     text = (message or b"").decode(errors="replace").rstrip()
     _log.log(_LEVELS.get(level, logging.DEBUG), "[%s] %s", (tag or b"").decode(errors="replace").strip(), text)
+
+
+@contextlib.contextmanager
+def _attempt(errors: list[Exception]) -> Iterator[None]:
+    """Run the block; an exception it raises is appended to ``errors`` instead of stopping the caller."""
+    try:
+        yield
+    except Exception as exc:
+        errors.append(exc)
 
 
 class DeviceContext:
@@ -111,7 +129,10 @@ class DeviceContext:
     Raises
     ------
     ValueError
-        On an OptiX ABI optixasync cannot call (naming the supported ones).
+        On an OptiX ABI optixasync cannot call (naming the supported ones),
+        or a ``log_level`` outside [0, 4].
+    TypeError
+        On a ``log_level`` that is not an integer.
     DriverNotFoundError, OptixError
         When the driver or its OptiX library is missing or refuses.
     """
@@ -126,6 +147,7 @@ class DeviceContext:
         disk_cache: bool = True,
     ) -> None:
         check_abi(abi)  # bad input first, before the machine is asked anything
+        log_level = as_int("log_level", log_level, 0, 4)
         if load_cuda_library() is None:
             raise DriverNotFoundError(no_driver_message())
         self.api = get_api(abi)  # checks the ABI and loads the OptiX library before any CUDA work
@@ -141,7 +163,7 @@ class DeviceContext:
 
         options = t.DeviceContextOptions()
         options.logCallbackFunction = _log_callback
-        options.logCallbackLevel = int(log_level)
+        options.logCallbackLevel = log_level
         options.validationMode = int(t.ValidationMode.ALL if validation else t.ValidationMode.OFF)
         handle = ctypes.c_void_p()
         check(
@@ -152,12 +174,18 @@ class DeviceContext:
         self.handle: int = handle.value or 0
         self._tracked: dict[int, weakref.ref[Any]] = {}
         self._serial = itertools.count()
-        if disk_cache and _config.cache_enabled():
-            self._enable_disk_cache()
-        self.stream = create_stream()
-        self.memory = DeviceMemory(self.device_id)
-        self.pinned = PinnedPool()
-        self.deferred = DeferredRelease()
+        try:
+            if disk_cache and _config.cache_enabled():
+                self._enable_disk_cache()
+            self.stream = create_stream()
+            self.memory = DeviceMemory(self.device_id)
+            self.pinned = PinnedPool()
+            self.deferred = DeferredRelease()
+        except BaseException:
+            # The caller never gets this object to close: the OptiX context would leak with it.
+            self.api.optixDeviceContextDestroy(self.handle)
+            self.handle = 0
+            raise
         _open_contexts.add(self)
 
     def _enable_disk_cache(self) -> None:
@@ -235,35 +263,56 @@ class DeviceContext:
         """Wait for the device, close every resource registered with :meth:`track` (newest first), then destroy.
 
         Idempotent. The staging and deferred objects are released once the
-        device is idle.
+        device is idle. A step that fails (every synchronize fails after a
+        sticky device error) does not stop the others: the OptiX context is
+        destroyed and the context counts as closed in any case, and the first
+        error is raised at the end. Objects held for deferred release stay
+        held when the device could not be seen idle.
         """
         if self.handle == 0:
             return
-        with cuda_errors("synchronizing the device before closing the context"):
-            self.device.synchronize()
-        for key in sorted(self._tracked, reverse=True):
-            ref = self._tracked.pop(key, None)
-            resource = ref() if ref is not None else None
-            if resource is not None:
-                resource.close()
-        # The closes handed buffers to deferred release and enqueued stream-ordered frees. Once the device is
-        # idle everything held can go; its frees are enqueued in turn, and after they have run the pool's
-        # cached blocks go back to the driver: the process keeps no device memory.
-        with cuda_errors("synchronizing the device after closing the context's resources"):
-            self.device.synchronize()
-            self.deferred.clear()
-            self.device.synchronize()
-        self.memory.trim()
-        self.pinned.release()  # now, not whenever the pool object happens to be collected (inside someone's frame)
-        self.api.optixDeviceContextDestroy(self.handle)
-        self.handle = 0
-        _open_contexts.discard(self)
+        errors: list[Exception] = []
+        try:
+            with _attempt(errors), cuda_errors("synchronizing the device before closing the context"):
+                self.device.synchronize()
+            for key in sorted(self._tracked, reverse=True):
+                ref = self._tracked.pop(key, None)
+                resource = ref() if ref is not None else None
+                if resource is not None:
+                    with _attempt(errors):
+                        resource.close()
+            # The closes handed buffers to deferred release and enqueued stream-ordered frees. Once the device is
+            # idle everything held can go; its frees are enqueued in turn, and after they have run the pool's
+            # cached blocks go back to the driver: the process keeps no device memory.
+            with _attempt(errors), cuda_errors("synchronizing the device after closing the context's resources"):
+                self.device.synchronize()
+                self.deferred.clear()
+                self.device.synchronize()
+            with _attempt(errors):
+                self.memory.trim()
+            with _attempt(errors):
+                self.pinned.release()  # now, not whenever the pool happens to be collected (inside someone's frame)
+        finally:
+            # Whatever failed, the context is closed: a later close() would only fail the same way again.
+            self.api.optixDeviceContextDestroy(self.handle)
+            self.handle = 0
+            _open_contexts.discard(self)
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> DeviceContext:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception as close_error:
+            # Closing after a failure often fails for the same reason (a sticky device error); the body's
+            # exception is the one that explains it and keeps propagating.
+            _close_log.warning("closing the optixasync context after an exception also failed: %s", close_error)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"handle=0x{self.handle:x}"

@@ -2,15 +2,16 @@
 
 Blocking calls
 --------------
-None: completion is checked with ``cudaEventQuery``.
+None: completion is checked with ``cudaEventQuery`` (:func:`~optixasync.cuda.event_done`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from typing import Any
 
-from ._events import record_event
+from ._events import event_done, record_event
 from ._streams import as_cupy_stream
 
 __all__ = ["DeferredRelease"]
@@ -21,6 +22,10 @@ class DeferredRelease:
 
     def __init__(self) -> None:
         self._pending: deque[tuple[Any, tuple[Any, ...]]] = deque()
+        # Without the lock, two threads collecting at once could both see the same head done, and the second
+        # popleft would drop a set whose event has not passed. Re-entrant: a finalizer run by a garbage
+        # collection inside the loop may release objects through this same instance.
+        self._lock = threading.RLock()
 
     def after(self, stream: Any, *objects: Any) -> Any:
         """Hold ``objects`` until the work enqueued on ``stream`` so far is done; returns the event."""
@@ -30,16 +35,26 @@ class DeferredRelease:
         return event
 
     def collect(self) -> int:
-        """Drop the objects whose event has completed (oldest first); returns how many sets were freed."""
-        freed = 0
-        while self._pending and self._pending[0][0].done:
-            self._pending.popleft()
-            freed += 1
-        return freed
+        """Drop the objects whose event has completed (oldest first); returns how many sets were freed.
+
+        Safe to call from several threads at once.
+
+        Raises
+        ------
+        CudaError
+            If an event's query reports an error of the work before it (a sticky error): the objects can
+            never be known to be free of the GPU, so they stay held.
+        """
+        freed = []  # dropped after the lock is released: a finalizer may run arbitrary code
+        with self._lock:
+            while self._pending and event_done(self._pending[0][0]):
+                freed.append(self._pending.popleft())
+        return len(freed)
 
     def clear(self) -> None:
         """Drop every held object now (the caller knows the device is idle)."""
-        self._pending.clear()
+        with self._lock:
+            self._pending.clear()
 
     def __len__(self) -> int:
         return len(self._pending)

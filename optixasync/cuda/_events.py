@@ -13,9 +13,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ._errors import cuda_errors, reraise
+from ._errors import as_cuda_error, cuda_errors, reraise
 
-__all__ = ["EventPool", "elapsed_ms", "fence_event", "record_event", "synchronize", "timing_event"]
+__all__ = ["EventPool", "elapsed_ms", "event_done", "fence_event", "record_event", "synchronize", "timing_event"]
 
 
 def fence_event() -> Any:
@@ -57,6 +57,38 @@ def _get_elapsed_time() -> Any:
     import cupy
 
     return cupy.cuda.get_elapsed_time
+
+
+#: ``cudaErrorNotReady``: what ``cudaEventQuery`` returns while the work before the event is still running.
+_NOT_READY = 600
+
+
+def event_done(event: Any) -> bool:
+    """Whether ``event`` has passed: a ``cudaEventQuery``, which never waits.
+
+    CuPy's ``Event.done`` compares the query's status with success only, so
+    an event behind work that failed (a sticky error such as an illegal
+    address) would read as "not yet" for ever; here that status is raised.
+
+    Raises
+    ------
+    CudaError
+        When the query reports anything but success or "not ready".
+    """
+    runtime = _get_runtime()
+    status = int(runtime.eventQuery(event.ptr))
+    if status == 0:
+        return True
+    if status == _NOT_READY:
+        return False
+    raise as_cuda_error(runtime.CUDARuntimeError(status), "querying an event (cudaEventQuery)")
+
+
+@functools.lru_cache(maxsize=1)
+def _get_runtime() -> Any:
+    import cupy
+
+    return cupy.cuda.runtime
 
 
 def synchronize(event: Any, what: str = "waiting for GPU work") -> None:

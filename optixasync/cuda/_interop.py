@@ -210,7 +210,8 @@ def consume_device_array(array: Any, stream: Any, *, name: str = "array", device
     ValueError
         Naming ``name``: a non-contiguous array, another dtype than
         ``dtype``, memory on another device (naming both) or in host memory,
-        a malformed interface, a producer that refuses to export. Raised
+        a malformed interface, a producer that refuses to export, a capsule
+        CuPy cannot import (its dtype, or a newer DLPack version). Raised
         before this function enqueues anything; a DLPack producer whose
         capsule shows the problem (layout, dtype) has already made
         ``stream`` wait for its work, which is harmless.
@@ -339,7 +340,12 @@ def _consume_dlpack(array: Any, location: tuple[int, int], consumer: int, name: 
     if kind == _KDL_CUDA and index != device:
         raise ValueError(_device_message(name, index, device))
     capsule = _export(array, consumer, name)  # the producer orders `consumer` after its pending work
-    imported = _from_capsule(capsule)
+    try:
+        imported = _from_capsule(capsule)
+    except (BufferError, NotImplementedError, TypeError, ValueError) as exc:
+        # CuPy refuses dtypes it has no type for (TypeError, NotImplementedError) and capsules of a DLPack
+        # version newer than it reads (BufferError): name the argument, as every other refusal here does.
+        raise ValueError(f"{name} could not be imported from its DLPack capsule ({type(exc).__name__}: {exc})") from exc
     strides = tuple(int(s) for s in imported.strides)
     _check_layout(name, tuple(imported.shape), np.dtype(imported.dtype), strides, dtype)
     owner = _Owner(array, imported)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._events import record_event
+from ..errors import CudaError
+from ._events import event_done, record_event
 from ._streams import as_cupy_stream, stream_handle, wait_event
 
 __all__ = ["Readiness"]
@@ -58,9 +59,18 @@ class Readiness:
 
     @property
     def done(self) -> bool:
-        """Whether the last operation has finished (an event query; never waits)."""
-        return self.event is None or bool(self.event.done)
+        """Whether the last operation has finished (an event query; never waits).
+
+        Raises
+        ------
+        CudaError
+            If the work before the event failed (a sticky error), instead of reporting "not yet" for ever.
+        """
+        return self.event is None or event_done(self.event)
 
     def __repr__(self) -> str:
-        state = "none" if self.event is None else ("done" if self.done else "pending")
+        try:
+            state = "none" if self.event is None else ("done" if self.done else "pending")
+        except CudaError:  # a repr never raises: the error surfaces where the state is used
+            state = "failed"
         return f"<Readiness {state}, {len(self._ordered)} stream(s) ordered>"

@@ -11,6 +11,7 @@ None: stream creation and ``cudaStreamWaitEvent`` are asynchronous driver calls.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol, Union
 
 from ._errors import cuda_errors, reraise
@@ -44,7 +45,8 @@ def stream_handle(stream: Any) -> int:
         If ``stream`` is none of the accepted kinds.
     ValueError
         If it is the legacy default stream (handle 0 or 1), which would
-        serialize the pipeline with every other stream of the device.
+        serialize the pipeline with every other stream of the device, or a
+        negative number (no stream has one).
     """
     if isinstance(stream, int) and not isinstance(stream, bool):
         handle = stream
@@ -59,6 +61,8 @@ def stream_handle(stream: Any) -> int:
             "the legacy default stream serializes all work on the device; pass a non-blocking stream "
             "(optixasync.cuda.create_stream())"
         )
+    if handle < 0:
+        raise ValueError(f"a CUDA stream handle is an address and cannot be negative, got {handle}")
     return int(handle)
 
 
@@ -68,7 +72,10 @@ def as_cupy_stream(stream: Any) -> Any:
     A CuPy stream is returned as it is; an object with ``__cuda_stream__``
     whose ``stream`` attribute is the CuPy stream of that handle (an
     optixasync ``Frame``) gives that stream; anything else becomes a
-    ``cupy.cuda.ExternalStream`` over its handle (which does not own it).
+    ``cupy.cuda.ExternalStream`` over its handle (which does not own it)
+    and holds a reference to ``stream``, so that the stream object stays
+    alive as long as the wrapper (kept by structures and allocations) does:
+    a PyTorch or cuda.core stream destroys its stream when collected.
     Raises like :func:`stream_handle`.
     """
     import cupy
@@ -83,17 +90,39 @@ def as_cupy_stream(stream: Any) -> Any:
         return inner
     from_external = getattr(cupy.cuda.Stream, "from_external", None)  # CuPy 14; ExternalStream before
     if from_external is not None:
-        return from_external(_Handle(handle))
-    return cupy.cuda.ExternalStream(handle)
+        # The stream's own __cuda_stream__ is not called again (a Frame marks its GPU work there); the wrapper
+        # keeps the _Handle, which keeps the stream object.
+        return from_external(_Handle(handle, stream))
+    wrapper = _owning_external_stream()(handle)
+    wrapper.owner = stream  # ExternalStream itself keeps only the handle
+    return wrapper
+
+
+@functools.lru_cache(maxsize=1)
+def _owning_external_stream() -> type:
+    """``cupy.cuda.ExternalStream`` with room for the object its handle came from (CuPy before 14).
+
+    A subclass, because an ``ExternalStream`` may be an extension type that takes no new attributes.
+    """
+    import cupy
+
+    class _OwningExternalStream(cupy.cuda.ExternalStream):
+        pass
+
+    return _OwningExternalStream
 
 
 class _Handle:
-    """A raw stream handle presented through the CUDA stream protocol (for ``Stream.from_external``)."""
+    """A raw stream handle presented through the CUDA stream protocol (for ``Stream.from_external``).
 
-    __slots__ = ("handle",)
+    ``owner`` is the object the handle came from, kept alive with the wrapper that holds this.
+    """
 
-    def __init__(self, handle: int) -> None:
+    __slots__ = ("handle", "owner")
+
+    def __init__(self, handle: int, owner: Any = None) -> None:
         self.handle = handle
+        self.owner = owner
 
     def __cuda_stream__(self) -> tuple[int, int]:
         return 0, self.handle

@@ -85,6 +85,13 @@ class GpuTimer:
         self.poll()
         return span.end
 
+    def cancel(self, span: GpuSpan) -> None:
+        """Give back the start event of a span that will not be stopped (the work it timed was never enqueued).
+
+        Nothing reads the event again; recording it afresh for a later span is safe.
+        """
+        self._events.release(span.start)
+
     def poll(self) -> float | None:
         """Read every finished span, oldest first, and give its events back to the pool; returns :attr:`last_ms`."""
         while self._pending and self._pending[0].done:

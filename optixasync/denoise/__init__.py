@@ -18,9 +18,11 @@ The OptiX denoiser needs the driver's weights file
 the driver's graphics capability): on our H200 host ``optixDenoiserCreate``
 returns 7990 for that reason. optixasync has no OptiX-denoiser backend
 because we cannot verify one on a GPU that has the weights;
-:func:`available_denoisers` reports its status. OIDN 2.x runs on CUDA
-(1920x1080 HDR in 3.38 ms of GPU time on an H200; ``oidnExecuteFilterAsync``
-returns to the host in 0.16 ms), on the stream we give it.
+:func:`available_denoisers` reports its status. OIDN 2.x runs on CUDA,
+on the stream we give it: on an H200, 1920x1080 HDR with albedo and normal
+guides takes 6.56 / 3.36 / 2.19 ms of GPU time in the high / balanced /
+fast modes, and ``denoise()`` returns to the host in 0.15 to 0.18 ms
+(``benchmarks/bench_denoise.py``).
 
 Why OIDN's C API through ctypes, not ``pyoidn``'s Python API
 ------------------------------------------------------------
@@ -55,16 +57,13 @@ work with that stream without a host wait. OIDN binds image pointers to a
 committed filter, so the denoiser keeps one committed filter set per buffer
 set, in a bounded cache (``DenoiseOptions.max_filters``): N frame slots with
 N buffer sets each reuse their own filters, and a steady-state frame makes
-no commit, only the executions. Measured on OIDN 2.5.1's CPU device (a
-2-core host): re-binding a filter to new pointers and committing costs
-0.05 to 0.15 ms of host time and does not re-initialize the filter (the
-next execution takes as long as the ones before; OIDN's device-independent
-core makes that decision, so the CUDA device should behave the same: to be
-confirmed on the GPU under ``optixasync syncwatch``), while a commit that
-changes the size re-initializes it (3 ms of host time at 256x320, then a
-slower first execution: allocation and weight preparation; on CUDA, device
-allocations). A cache hit costs about 2 us, checking the four arrays about
-25 us of Python.
+no commit, only the executions (``FrameDenoiser`` sizes the cache to the
+scheduler's slots; a GPU test checks that 20 frames over 5 slots commit 5
+filter sets and re-bind none). On OIDN's CPU device, re-binding a filter
+to new pointers and committing does not re-initialize it (the next
+execution takes as long as the ones before), while a commit that changes
+the size does (allocation and weight preparation; on CUDA, device
+allocations).
 When the cache is full, a new buffer set takes over the least recently used
 filters by such a pointer-only re-bind, rather than releasing filters that
 queued work may still use.
@@ -84,8 +83,9 @@ Set-up time (never on the frame path):
   ``cudaMalloc``, which may synchronize the device) and prepares the weights.
   Call ``prepare()`` once per frame slot's buffers before the frame loop.
 * With ``prefilter_aux=True``, the first binding after creation or a resize
-  allocates two OIDN buffers for the prefiltered guides (``oidnNewBuffer``:
-  ``cudaMalloc``).
+  allocates one OIDN buffer per guide for the prefiltered guides
+  (``oidnNewBuffer``, in OIDN's default storage: an allocation that may
+  synchronize the device).
 * A buffer set that takes over cached filters (the cache is full) re-sets
   images and commits: with the same strides and in-place mode as the
   filters had, a pointer-only change that does not re-initialize (measured
@@ -109,9 +109,9 @@ Fences (waiting is what they are for):
   a 'cpu' denoiser uses it by design (the host is its device).
 
 The frame path (``denoise()`` of a cached buffer set) calls only
-``oidnExecuteFilterAsync`` (one per filter: 1, or 3 with prefiltered
-guides), ``oidnGetDeviceError`` (reads a stored error code: errors of GPU
-work appear at a later call) and, with ``stream=`` another stream,
+``oidnExecuteFilterAsync`` (one per filter: 1, plus one per prefiltered
+guide), ``oidnGetDeviceError`` (reads the error OIDN stored for the
+calling thread: errors of GPU work appear at a later call of that thread) and, with ``stream=`` another stream,
 ``cudaEventRecord`` + ``cudaStreamWaitEvent``: none of them waits. The
 ``stream`` field of ``__cuda_array_interface__`` is ignored rather than
 waited on.
@@ -122,6 +122,7 @@ from __future__ import annotations
 from ._available import OPTIX_WEIGHTS_FILE, available_denoisers
 from ._denoiser import Denoiser, DenoiserStats
 from ._errors import DenoiseError, MissingExtraError, OidnError
+from ._oidn import oidn_library_path
 from ._options import DenoiseOptions
 from ._stage import GUIDED, FrameDenoiser
 
@@ -136,4 +137,5 @@ __all__ = [
     "OPTIX_WEIGHTS_FILE",
     "OidnError",
     "available_denoisers",
+    "oidn_library_path",
 ]

@@ -81,6 +81,7 @@ class FilterCache(Generic[K, V, A]):
         self._rebind = rebind
         self._release = release
         self._entries: OrderedDict[K, V] = OrderedDict()
+        self._parked: list[V] = []  # entries whose re-bind failed: queued work may still use them
         self.stats = CacheStats()
 
     def __len__(self) -> int:
@@ -97,7 +98,9 @@ class FilterCache(Generic[K, V, A]):
         """The entry of ``key``, made (or taken over from the least recently used one) if absent.
 
         If ``create`` or ``rebind`` raises, the cache holds no entry for
-        ``key``; an entry whose re-bind failed is released and dropped.
+        ``key``; an entry whose re-bind failed leaves the cache and is
+        released by the next :meth:`clear` (work queued before may still use
+        its filters, and only the caller knows when that work has passed).
         """
         value = self._entries.get(key)
         if value is not None:
@@ -112,16 +115,15 @@ class FilterCache(Generic[K, V, A]):
             try:
                 self._rebind(value, args)
             except BaseException:
-                self._release(value)
-                self.stats.released += 1
+                self._parked.append(value)
                 raise
             self.stats.rebound += 1
         self._entries[key] = value
         return value
 
     def clear(self) -> None:
-        """Release every entry (the caller makes sure no queued work still uses them)."""
-        while self._entries:
-            _, value = self._entries.popitem(last=False)
+        """Release every entry, and those whose re-bind failed (the caller makes sure no queued work uses them)."""
+        while self._entries or self._parked:
+            value = self._entries.popitem(last=False)[1] if self._entries else self._parked.pop()
             self.stats.released += 1
             self._release(value)

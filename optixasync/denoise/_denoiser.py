@@ -89,11 +89,7 @@ def _device_id(device: str, device_id: Any) -> int | None:
         raise ValueError(f"device must be one of {list(_KINDS)}, got {device!r}")
     if device == "cpu":
         return None
-    if isinstance(device_id, bool) or not isinstance(device_id, int):
-        raise TypeError(f"device_id must be an int, got {type(device_id).__name__} {device_id!r}")
-    if device_id < 0:
-        raise ValueError(f"device_id must be non-negative, got {device_id}")
-    return device_id
+    return as_int("device_id", device_id, 0)
 
 
 class Denoiser:
@@ -283,9 +279,9 @@ class Denoiser:
         buffers only execute the committed filters.
         """
         self._check_open()
-        join = self._join_handle(stream)
-        images = self._describe(color, output, albedo, normal)
-        with self._lock:
+        with self._lock:  # the size checked and bound under one lock: a resize() cannot come in between
+            images = self._describe(color, output, albedo, normal)  # the arrays first: a Frame's timer stays off
+            join = self._join_handle(stream)
             device = self._check_open()
             filters = self._cache.get(images.key, images)
             filters.images = images  # the arrays of this call stay alive while the entry is cached
@@ -306,8 +302,8 @@ class Denoiser:
         that no commit happens on the frame path.
         """
         self._check_open()
-        images = self._describe(color, output, albedo, normal)
         with self._lock:
+            images = self._describe(color, output, albedo, normal)
             self._check_open()
             self._cache.get(images.key, images)
 
@@ -368,6 +364,8 @@ class Denoiser:
             return
         with self._lock:
             device, self._closed = self._device, True
+            if device is None:  # another thread closed it while this one waited for the lock
+                return
             error: OidnError | None = None
             try:
                 device.sync("waiting for the denoiser's work before closing")
@@ -396,8 +394,8 @@ class Denoiser:
         )
         try:
             self.close()
-        except Exception:
-            pass
+        except Exception as exc:  # a finalizer cannot raise: say what went wrong instead
+            warnings.warn(f"closing a garbage-collected Denoiser failed: {exc}", ResourceWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ properties
 

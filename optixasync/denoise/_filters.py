@@ -16,7 +16,8 @@ Blocking calls
   which may synchronize the device) and prepares the weights. A commit
   that changes only pointers does not (measured on OIDN's CPU device).
 * The prefiltered-guide buffers are allocated at the first binding of a
-  size (``oidnNewBuffer``: ``cudaMalloc`` on CUDA).
+  size (``oidnNewBuffer`` in OIDN's default storage: an allocation that
+  may synchronize the device).
 * :meth:`FilterBinder.execute` enqueues with ``oidnExecuteFilterAsync`` on
   a CUDA device and returns; on the CPU device it runs
   ``oidnExecuteFilter``, which returns when the image is done (the host is
@@ -143,7 +144,7 @@ class FilterBinder:
             self.device.lib.oidnReleaseBuffer(buffer)
         self._aux_buffers.clear()
 
-    # helpers
+    # internals
 
     def _new_filter(self) -> int:
         filt = self.device.lib.oidnNewFilter(self.device.handle, b"RT")

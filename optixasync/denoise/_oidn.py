@@ -32,6 +32,7 @@ from ._errors import DenoiseError, OidnError, missing_pyoidn
 __all__ = [
     "OidnLibrary",
     "load_library",
+    "oidn_library_path",
     "library_candidates",
     "DEVICE_TYPE_CPU",
     "DEVICE_TYPE_CUDA",
@@ -212,3 +213,17 @@ def load_library() -> OidnLibrary:
             _library = OidnLibrary(cdll, candidate)
             return _library
         raise missing_pyoidn() from OSError("could not load Intel Open Image Denoise; tried: " + "; ".join(errors))
+
+
+def oidn_library_path() -> str:
+    """The file or name Intel Open Image Denoise is loaded from (loading it on the first call).
+
+    Touches no GPU: a program checks with it that the ``denoise`` extra is
+    installed before it starts GPU work.
+
+    Raises
+    ------
+    MissingExtraError
+        If ``pyoidn`` is not installed and no OIDN library is on the loader's path.
+    """
+    return load_library().path

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 from dataclasses import dataclass
 from typing import Any
 
+from ..validation import as_int
 from ._oidn import QUALITY
 
 __all__ = ["DenoiseOptions", "MAX_FILTERS_LIMIT"]
@@ -44,7 +44,7 @@ class DenoiseOptions:
         The guides are noisy and are denoised first, each by its own OIDN
         ``RT`` filter (into buffers the denoiser owns), before the main
         filter runs with ``cleanAux`` on them, as OIDN recommends for noisy
-        guides. Costs two more filter executions per frame. With neither
+        guides. Costs one more filter execution per guide per frame. With neither
         ``clean_aux`` nor ``prefilter_aux``, noisy guides go to the main
         filter as they are (fastest, blurrier).
     quality : {"high", "balanced", "fast"}
@@ -93,15 +93,7 @@ class DenoiseOptions:
             if not math.isfinite(scale) or scale <= 0.0:
                 raise ValueError(f"input_scale must be finite and positive (None: automatic), got {scale!r}")
             object.__setattr__(self, "input_scale", scale)
-        if isinstance(self.max_filters, bool):
-            raise TypeError("max_filters must be an integer, got a bool")
-        try:
-            max_filters = operator.index(self.max_filters)
-        except TypeError:
-            raise TypeError(f"max_filters must be an integer, got {type(self.max_filters).__name__}") from None
-        if not 1 <= max_filters <= MAX_FILTERS_LIMIT:
-            raise ValueError(f"max_filters must be in [1, {MAX_FILTERS_LIMIT}], got {max_filters}")
-        object.__setattr__(self, "max_filters", max_filters)
+        object.__setattr__(self, "max_filters", as_int("max_filters", self.max_filters, 1, MAX_FILTERS_LIMIT))
         if self.normal and not self.albedo:
             raise ValueError("normal=True needs albedo=True: OIDN's RT filter takes normals only together with albedo")
         if self.clean_aux and self.prefilter_aux:

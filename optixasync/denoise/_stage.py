@@ -23,14 +23,15 @@ Blocking calls
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..render import tonemap_device
-from ..validation import coerce_options
+from ..validation import as_int, coerce_options
 from ._denoiser import Denoiser
-from ._options import DenoiseOptions
+from ._options import MAX_FILTERS_LIMIT, DenoiseOptions
 
 if TYPE_CHECKING:
     from ..render import PathTracer
@@ -55,17 +56,26 @@ class FrameDenoiser:
         works on it, so no cross-stream ordering is needed.
     options : DenoiseOptions, dict or None
         Default :data:`GUIDED`; the albedo and normal guides must both be on.
+    frames_in_flight : int
+        The scheduler's slot count: the denoiser keeps at least that many
+        committed filters (``max_filters`` is raised to it), so that every
+        slot finds its own and no frame commits. A frame of a higher slot is
+        refused.
 
     Attributes
     ----------
     denoiser : Denoiser
     """
 
-    def __init__(self, tracer: PathTracer, stream: Any, options: DenoiseOptions | dict | None = None) -> None:
+    def __init__(self, tracer: PathTracer, stream: Any, options: DenoiseOptions | dict | None = None, *,
+                 frames_in_flight: int = 2) -> None:
         options = GUIDED if options is None else coerce_options(DenoiseOptions, options)
         if not (options.albedo and options.normal):
             raise ValueError("FrameDenoiser feeds the path tracer's albedo and normal: create it with albedo=True "
                              "and normal=True")
+        self.frames_in_flight = as_int("frames_in_flight", frames_in_flight, 1, MAX_FILTERS_LIMIT)
+        if options.max_filters < self.frames_in_flight:
+            options = dataclasses.replace(options, max_filters=self.frames_in_flight)
         self.tracer = tracer
         opts = tracer.options
         self.shape = (opts.height, opts.width, 4)
@@ -79,11 +89,15 @@ class FrameDenoiser:
         With ``denoise=False`` it is :meth:`PathTracer.record` (the noisy image). Returns the frame's
         ``denoised`` buffer ((height, width, 4) float32, linear, on the device), or None without denoising.
         """
+        if frame.slot >= self.frames_in_flight:
+            raise ValueError(f"frame {frame.index} is in slot {frame.slot}, but this FrameDenoiser was made for "
+                             f"{self.frames_in_flight} frames in flight: pass frames_in_flight= the scheduler's")
         if not denoise:
             self.tracer.record(frame, spp, readback=readback, camera=camera)
             return None
         inputs = self.tracer.record(frame, spp, readback=None, camera=camera, denoise_inputs=True)
-        assert inputs is not None
+        if inputs is None:
+            raise RuntimeError("the path tracer returned no denoiser inputs")
         denoised = frame.buffer("denoised", self.shape, np.float32)
         self.denoiser.denoise(inputs.color, denoised, inputs.albedo, inputs.normal, stream=frame)
         image = frame.buffer("image", self.shape, np.uint8)

@@ -196,7 +196,17 @@ class ProgramGroup:
 
     @classmethod
     def miss(cls, ctx: DeviceContext, module: Module | None, entry: str | None) -> ProgramGroup:
-        """A miss program group; ``module=None, entry=None`` makes a group that does nothing on a miss."""
+        """A miss program group; ``module=None, entry=None`` makes a group that does nothing on a miss.
+
+        Raises
+        ------
+        ValueError
+            If only one of ``module`` and ``entry`` is given (half a program is a mistake, not "no program").
+        """
+        if (module is None) != (entry is None):
+            given, missing = ("module", "entry") if entry is None else ("entry", "module")
+            raise ValueError(f"a miss program group needs both module and entry, or neither: {given} was given "
+                             f"without {missing}")
         desc = t.ProgramGroupDesc()
         desc.kind = t.ProgramGroupKind.MISS
         if module is not None and entry is not None:

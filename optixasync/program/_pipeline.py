@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .._optix import check, log_buffer
 from .._optix import types as t
 from ..cuda import device_pointer
-from ..validation import coerce_options
+from ..validation import as_int, coerce_options
 from ._module import ProgramGroup
 from ._options import PipelineOptions
 from ._sbt import ShaderBindingTable
@@ -94,8 +94,7 @@ class Pipeline:
             ctx.require_own(group, "a program group of the pipeline")
         if sum(g.kind == t.ProgramGroupKind.RAYGEN for g in groups) != 1:
             raise ValueError("a pipeline needs exactly one raygen program group")
-        if not 1 <= int(max_trace_depth) <= 31:
-            raise ValueError(f"max_trace_depth must be in [1, 31], got {max_trace_depth}")
+        max_trace_depth = as_int("max_trace_depth", max_trace_depth, 1, 31)
         module_options = {m.pipeline_options for g in groups for m in g.modules}
         if pipeline_options is None:
             if len(module_options) > 1:
@@ -107,7 +106,7 @@ class Pipeline:
                 raise ValueError("pipeline_options differ from the options its modules were compiled with")
         self.pipeline_options = options
         self.program_groups = groups
-        self.max_trace_depth = int(max_trace_depth)
+        self.max_trace_depth = max_trace_depth
 
         compile_struct = options.to_struct()
         link = t.PipelineLinkOptions(self.max_trace_depth)
@@ -155,22 +154,38 @@ class Pipeline:
         width, height, depth : int
             Launch dimensions, each at least 1.
         params_size : int, optional
-            Size of the parameter block (default: ``params.nbytes``).
+            Size of the parameter block (default: ``params.nbytes``); at most
+            ``params.nbytes`` when ``params`` has one.
+
+        Raises
+        ------
+        TypeError, ValueError
+            On a bad argument, naming it; raised before any GPU work.
+        RuntimeError
+            If the pipeline or ``sbt`` is closed (its device addresses would be freed memory).
         """
         if not isinstance(sbt, ShaderBindingTable):
             raise TypeError(f"sbt must be a ShaderBindingTable, got {type(sbt).__name__}")
         self.ctx.require_own(sbt, "the shader binding table")
-        dims = (int(width), int(height), int(depth))
+        dims = (as_int("width", width), as_int("height", height), as_int("depth", depth))
         if min(dims) < 1:
             raise ValueError(f"launch dimensions must be at least 1, got {dims}")
         if dims[0] * dims[1] * dims[2] > 2**30:
             raise ValueError(f"launch of {dims} exceeds OptiX's limit of 2**30 threads")
+        available = getattr(params, "nbytes", None)
         if params_size is None:
-            if not hasattr(params, "nbytes"):
+            if available is None:
                 raise TypeError("pass params_size when params is not an array")
-            params_size = int(params.nbytes)
+            params_size = int(available)
+        else:
+            params_size = as_int("params_size", params_size, 0)
+            if available is not None and params_size > int(available):
+                # OptiX would read past the end of the parameter block.
+                raise ValueError(f"params_size {params_size} exceeds the {int(available)} bytes of params")
         if self.handle == 0:
             raise RuntimeError("launch on a closed Pipeline")
+        if sbt.closed:
+            raise RuntimeError("launch with a closed ShaderBindingTable (its records are freed)")
         handle = sbt.ready.order(self.ctx.stream if stream is None else stream)
         check(
             self.ctx.api.optixLaunch(

@@ -12,6 +12,7 @@ and a launch on another stream waits for it on the GPU (its
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +151,15 @@ class ShaderBindingTable:
         self.struct = s
         ctx.track(self)
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has released the records (a launch with it is refused)."""
+        return self.buffer is None
+
     def close(self) -> None:
-        """Release the device records (freed in stream order once the work queued so far has passed)."""
+        """Release the device records (freed in stream order once the work queued so far has passed).
+
+        ``struct``, which ``optixLaunch`` reads, is zeroed in place: whoever holds it sees no freed address.
+        """
         self.buffer = None
+        ctypes.memset(ctypes.addressof(self.struct), 0, ctypes.sizeof(self.struct))

@@ -15,7 +15,7 @@ from ._device_scene import DeviceScene, check_scene, host_emitter_table
 from ._emitters import EmitterTable, alias_probabilities, alias_table, build_emitter_table
 from ._layout import EMITTER_TRIANGLE, MESH_RECORD, PATH_PARAMS
 from ._options import RenderOptions
-from ._output import ImageWriter, write_image
+from ._output import ImageWriter, check_image_path, numbered_path, write_image
 from ._params import fill_params, launch_plan, mesh_records
 from ._pathtracer import DenoiseInputs, PathTracer
 from ._program import PathTracerProgram
@@ -35,11 +35,13 @@ __all__ = [
     "alias_probabilities",
     "alias_table",
     "build_emitter_table",
+    "check_image_path",
     "check_scene",
     "fill_params",
     "host_emitter_table",
     "launch_plan",
     "mesh_records",
+    "numbered_path",
     "srgb_to_linear",
     "tonemap_device",
     "tonemap_srgb",

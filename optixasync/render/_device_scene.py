@@ -112,10 +112,12 @@ class DeviceScene:
                           for m, label in zip(scene.meshes, labels, strict=True)]
         self._indices = [self._to_device(m.indices, stream, f"{label} indices", (np.int32, np.uint32))
                          for m, label in zip(scene.meshes, labels, strict=True)]
-        if emitters is None:  # set-up only: the emitter table needs world positions on the host
-            host = [cupy.asnumpy(self._vertices[k], stream=stream) if k in scene.emitters else None
-                    for k in range(len(scene.meshes))]
-            emitters = build_emitter_table(scene.meshes, host)
+        if emitters is None:  # set-up only: the emitter table needs the emitters' triangles on the host
+            def host(arrays: list[Any]) -> list[Any]:
+                return [cupy.asnumpy(arrays[k], stream=stream) if k in scene.emitters else None
+                        for k in range(len(scene.meshes))]
+
+            emitters = build_emitter_table(scene.meshes, host(self._vertices), host(self._indices))
         self.emitters = emitters
         dynamic = bool(scene.dynamic)
         self.accel = GeometryAccel(

@@ -86,7 +86,8 @@ class EmitterTable:
         return len(self.entries)
 
 
-def build_emitter_table(meshes: Sequence[Mesh], vertices: Sequence[np.ndarray] | None = None) -> EmitterTable:
+def build_emitter_table(meshes: Sequence[Mesh], vertices: Sequence[np.ndarray] | None = None,
+                        indices: Sequence[np.ndarray] | None = None) -> EmitterTable:
     """The emitter table of ``meshes``.
 
     Parameters
@@ -95,6 +96,8 @@ def build_emitter_table(meshes: Sequence[Mesh], vertices: Sequence[np.ndarray] |
     vertices : sequence of (V, 3) arrays, optional
         Host copies of the vertices, for meshes that hold device arrays
         (entries of non-emissive meshes are not read; default: the meshes' own).
+    indices : sequence of (T, 3) arrays, optional
+        Host copies of the indices, likewise.
 
     Raises
     ------
@@ -106,7 +109,7 @@ def build_emitter_table(meshes: Sequence[Mesh], vertices: Sequence[np.ndarray] |
         if not mesh.material.is_emissive:
             continue
         v = np.asarray(vertices[k] if vertices is not None else mesh.vertices, np.float64)
-        idx = np.asarray(mesh.indices, np.int64)
+        idx = np.asarray(indices[k] if indices is not None else mesh.indices, np.int64)
         p0, p1, p2 = v[idx[:, 0]], v[idx[:, 1]], v[idx[:, 2]]
         offsets[k] = count
         count += len(idx)

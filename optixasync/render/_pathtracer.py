@@ -29,8 +29,9 @@ Blocking calls
 * :meth:`PathTracer.render` waits for its image (that is the point of the
   call), after each launch when a ``progress`` callback is given, and, on
   its first call, for the structure's compacted size (it compacts then).
-* :meth:`PathTracer.close` waits for the launches it has enqueued before
-  destroying the pipeline.
+* :meth:`PathTracer.close` waits for the launches it has enqueued and for
+  the structure's last build, refit or compaction before destroying the
+  pipeline and freeing the scene's buffers.
 * ``optixLaunch`` blocks when the context has validation mode on.
 Everything in :meth:`record`, :meth:`refit` and :meth:`reset` is
 asynchronous: pinned parameter staging, stream-ordered memory, event
@@ -282,18 +283,18 @@ class PathTracer:
         spp = positive_int("spp", spp)
         if readback is not None and not isinstance(readback, str):
             raise TypeError(f"readback must be a name (str) or None, got {type(readback).__name__}")
-        if camera is not None:
-            self.camera = camera  # restarts the accumulation if it differs
         if frame.launched:
             raise RuntimeError("this frame has already launched with its parameters: call record() once per frame")
-        if self._samples + spp > MAX_SAMPLES:
-            raise ValueError(f"{self._samples} + {spp} samples exceed the kernel's 32-bit sample index; reset() first")
-        if denoise_inputs and self._samples > 0 and not self._aov_current:
-            self.reset()
         params = frame.params
         if params is None or params.dtype != PATH_PARAMS:
             raise ValueError("the frame's parameters do not have the path tracer's layout: create the scheduler "
                              "with FrameScheduler(ctx, n, params_dtype=tracer.params_dtype)")
+        if camera is not None:
+            self.camera = camera  # restarts the accumulation if it differs (only once the frame is known good)
+        if self._samples + spp > MAX_SAMPLES:
+            raise ValueError(f"{self._samples} + {spp} samples exceed the kernel's 32-bit sample index; reset() first")
+        if denoise_inputs and self._samples > 0 and not self._aov_current:
+            self.reset()
         handle = self._order(frame)  # the frame as the stream: its GPU time starts here
         stream = frame.stream
         self.device_scene.compact(stream)  # once the size has arrived; never waits
@@ -308,10 +309,11 @@ class PathTracer:
         else:
             frame.launch(self.program.pipeline, self.device_scene.sbt, opts.width, opts.height)
         self._last_launch[handle] = self._timer.stop(span, stream)
-        if readback is not None:
-            frame.readback(image, readback)
+        # The launch has added the samples: count them before anything else can raise.
         self._samples += spp
         self._aov_current = denoise_inputs
+        if readback is not None:
+            frame.readback(image, readback)
         return inputs
 
     # -- offline ---------------------------------------------------------------------------------------------------
@@ -386,6 +388,9 @@ class PathTracer:
         for event in self._last_launch.values():
             synchronize(event, "waiting for the tracer's launches before closing it")
         synchronize(self.device_scene.ready.event, "waiting for the tracer's set-up before closing it")
+        # a refit or compaction enqueued on a frame's stream after the last launch: its buffers are freed next
+        if self.device_scene.accel.ready.event is not None:
+            synchronize(self.device_scene.accel.ready.event, "waiting for the structure's last build before closing it")
         self.device_scene.close()
         self.program.close()
         self._accum = self._aov_sums = None

@@ -5,7 +5,14 @@ frame (once its fence has passed) reads its GPU timestamps from events that
 have passed, builds its :class:`FrameResult` from the views of its pinned
 readbacks (no copy), delivers it by the scheduler's delivery rule, gives its
 events back to the pool and drops its temporaries. Callbacks run after,
-outside the lock.
+outside the lock, in the thread that retired the frame.
+
+No handle is left pending when something fails: if retiring one frame
+raises, that frame and the rest of its batch are finished with the error;
+if the completion thread stops (a device error, an error while retiring, a
+``BaseException`` from a callback), it first finishes every frame still in
+flight with that error, so a waiting ``result()`` or ``await`` raises
+:class:`~optixasync.errors.FrameAbortedError` instead of waiting forever.
 
 Blocking calls
 --------------
@@ -13,7 +20,14 @@ Blocking calls
   ``cudaEventSynchronize`` (the GIL released): that is its job, and it is
   never the submitting thread.
 * :meth:`Completion.retire_through` waits for a requested frame's fence,
-  for ``FrameHandle.result()``, ``drain()`` and ``close()``, by design.
+  for ``FrameHandle.result()`` (without the completion thread),
+  ``drain()`` and ``close()``, by design;
+  it waits without holding the scheduler's lock, so other threads keep
+  submitting and polling meanwhile.
+* Retirement takes the scheduler's lock and, for each frame, the
+  statistics' lock (one list append). Every ``stats_window`` frames, the
+  statistics fold their oldest frames into the totals (about 5 ms for
+  4096 frames) after the scheduler's lock is released.
 """
 
 from __future__ import annotations
@@ -22,7 +36,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..cuda import EventPool, GpuSpan, elapsed_ms, synchronize
 from ._results import FrameHandle, FrameResult, ResultQueue
@@ -74,6 +88,7 @@ class Completion:
             self._origin.record(stream)
             stats.gpu_origin_host = time.perf_counter()
         self._closed = False
+        self._stopped = False  # the completion thread stopped on an error: frames retire inline from then on
         self._work = threading.Condition(lock)
         self._thread: threading.Thread | None = None
         if options.completion_thread:
@@ -100,8 +115,8 @@ class Completion:
 
     @property
     def threaded(self) -> bool:
-        """Whether the completion thread is running."""
-        return self._thread is not None and self._thread.is_alive()
+        """Whether the completion thread is running (and has not stopped on an error)."""
+        return self._thread is not None and not self._stopped and self._thread.is_alive()
 
     def notify(self) -> None:
         """Wake the completion thread: a frame was submitted (call with the lock held)."""
@@ -136,7 +151,7 @@ class Completion:
         self._read_timing(frame, entry.fence)
         self._recycle_fence(entry.fence)
         result = None
-        if frame.error is None:
+        if frame.error is None and not frame.handle.done():  # done: aborted when the completion thread stopped
             result = FrameResult(frame.index, dict(frame.readbacks), stats)
             if self._options.keep_results and not frame.handle.claimed:
                 self._queue(result)
@@ -144,8 +159,30 @@ class Completion:
         frame.holds.clear()
         frame.span = None
         stats.retire_ms = (time.perf_counter() - begin) * 1e3
-        self._stats.add(stats)
+        self._stats.add(stats, fold=False)  # folded by the caller, outside the scheduler's lock
         return frame.handle, frame.handle._finish(result, frame.error)
+
+    def _retire_batch(self, entries: list[InFlight[Frame]]) -> tuple[Finished, BaseException | None]:
+        """Retire ``entries`` (taken off the ring, in order), under the lock; returns the callbacks and any error.
+
+        The entries are off the ring, so nothing else would finish their handles: if retiring one raises, it
+        and every later one are finished with that error (their handles raise ``FrameAbortedError``).
+        """
+        finished: Finished = []
+        for k, entry in enumerate(entries):
+            try:
+                finished.append(self._retire(entry))
+            except BaseException as exc:
+                for failed in entries[k:]:
+                    handle = failed.payload.handle
+                    finished.append((handle, handle._finish(None, exc)))
+                return finished, exc
+        return finished, None
+
+    def _raise_after(self, finished: Finished, error: BaseException) -> NoReturn:
+        """Run the callbacks of a batch whose retirement failed, then raise the error."""
+        self.run_callbacks(finished)  # a callback's BaseException propagates instead; the handles are finished
+        raise error
 
     def _queue(self, result: FrameResult) -> None:
         dropped = self.results.put(result)
@@ -158,60 +195,105 @@ class Completion:
                              dropped.index, self.results.bound)
 
     def retire_completed(self) -> Finished:
-        """Retire the leading frames whose fences have passed (never waits); returns callbacks to run."""
+        """Retire the leading frames whose fences have passed (never waits); returns callbacks to run.
+
+        If retiring a frame raises, the whole batch is finished (see :meth:`_retire_batch`), its callbacks
+        run, and the error is raised.
+        """
         with self._lock:
-            return [self._retire(entry) for entry in self._ring.pop_completed()]
+            finished, error = self._retire_batch(self._ring.pop_completed())
+        self._stats.fold()
+        if error is not None:
+            self._raise_after(finished, error)
+        return finished
 
     def retire_through(self, index: int, deadline: float | None = None) -> bool:
         """Wait for frame ``index`` (until ``deadline``, a ``perf_counter`` time), retire it and all before it.
 
         Returns whether it was retired (False: the deadline passed first).
-        Callbacks run before returning.
+        Callbacks run before returning. The wait holds no lock; if another
+        thread retires the frame meanwhile, there is nothing left to retire.
         """
-        if deadline is not None:
-            # Frames complete in order on one stream: once ``index`` has passed, so have all before it.
-            with self._lock:
-                target = self._ring.find(index)
-            while target is not None and not target.fence.done:
+        with self._lock:
+            target = self._ring.find(index)
+        # Frames complete in order on one stream: once ``index`` has passed, so have all before it.
+        if target is not None and deadline is None:
+            synchronize(target.fence, f"waiting for frame {index}")
+        elif target is not None:
+            # Once retired elsewhere, its fence may be recycled for a newer frame: stop looking at it then.
+            while not target.retired and not target.fence.done:
                 if time.perf_counter() >= deadline:
                     return False
                 time.sleep(_POLL_INTERVAL_S)
         with self._lock:
-            finished = [self._retire(entry) for entry in self._ring.pop_through(index)]
+            finished, error = self._retire_batch(self._ring.pop_through(index))  # fences passed: no wait
+        self._stats.fold()
+        if error is not None:
+            self._raise_after(finished, error)
         self.run_callbacks(finished)
         return True
 
     @staticmethod
     def run_callbacks(finished: Finished) -> None:
+        """Call the callbacks of finished frames, in order.
+
+        A callback's ``Exception`` is logged and the others still run. A
+        ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``) is raised
+        once every other callback has run, so no frame's callbacks are skipped.
+        """
+        interrupt: BaseException | None = None
         for handle, callbacks in finished:
             for fn in callbacks:
                 try:
                     fn(handle)
                 except Exception:
                     _log.exception("frame %d completion callback raised", handle.index)
+                except BaseException as exc:
+                    if interrupt is None:
+                        interrupt = exc
+        if interrupt is not None:
+            raise interrupt
 
     # -- the thread -----------------------------------------------------------------------------------------
     def _loop(self) -> None:
+        """The completion thread; if it stops on an error, it fails the frames left in flight first."""
+        try:
+            self._serve()
+        except BaseException as exc:
+            _log.exception("the completion thread stops; the frames still in flight are aborted")
+            self._abort_in_flight(exc)
+
+    def _serve(self) -> None:
         while True:
             with self._lock:
                 while not self._closed and self._ring.oldest() is None:
                     self._work.wait()
-                if self._closed and self._ring.oldest() is None:
-                    return
                 oldest = self._ring.oldest()
-            assert oldest is not None
-            try:
-                synchronize(oldest.fence, "the completion thread waiting for a frame")  # the GIL is released
-            except Exception:
-                # The device failed (the error is sticky): stop here; waits on the submitting side raise it.
-                _log.exception("frame %d's GPU work failed; the completion thread stops", oldest.index)
-                return
+                if oldest is None:
+                    return  # closed, and nothing left in flight
+            # The GIL is released. A device error raises here (it is sticky: waits elsewhere raise it too).
+            synchronize(oldest.fence, f"the completion thread waiting for frame {oldest.index}")
             self.run_callbacks(self.retire_completed())
 
+    def _abort_in_flight(self, cause: BaseException) -> None:
+        """Finish every frame still in flight with ``cause`` (the completion thread stops: nothing else would).
+
+        The frames stay on the ring, so their slots are reused only once their fences have passed; whoever
+        retires them later (inline, from now on) delivers no result for them.
+        """
+        with self._lock:
+            self._stopped = True
+            finished = [(entry.payload.handle, entry.payload.handle._finish(None, cause))
+                        for entry in self._ring.in_flight()]
+        self.run_callbacks(finished)
+
     def stop(self) -> None:
-        """Stop the completion thread once the ring is empty (call after draining)."""
+        """Stop the completion thread once the ring is empty (call after draining).
+
+        Called from the completion thread itself (``close()`` in a callback), it does not wait for it.
+        """
         with self._lock:
             self._closed = True
             self._work.notify_all()
-        if self._thread is not None:
+        if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()

@@ -94,7 +94,7 @@ class Frame:
         self.stats = stats
         self.handle = FrameHandle(index, scheduler)
         self.launched = False
-        self.submitted = False  # set by submit(): the frame's methods refuse work from then on
+        self.submitted = False  # set by submit() or close(): the frame's methods refuse work from then on
         self.started = False  # whether GPU work of this frame has been enqueued (its timer started)
         self.span: GpuSpan | None = None  # timing events around the frame's GPU work
         self.error: BaseException | None = None  # what aborted the recording, if anything
@@ -108,6 +108,8 @@ class Frame:
         return 0, self.stream.ptr
 
     def _check_recording(self) -> None:
+        if self.submitted and self._scheduler.closed:
+            raise RuntimeError(f"frame {self.index}'s scheduler was closed: the frame takes no more work")
         if self.submitted:
             raise RuntimeError(f"frame {self.index} was already submitted: enqueue its work inside its with block "
                                "(or before submit())")
@@ -118,7 +120,8 @@ class Frame:
         Raises
         ------
         RuntimeError
-            If the frame was already submitted (the work would be outside its fence).
+            If the frame was already submitted (the work would be outside its
+            fence), or its scheduler was closed.
         """
         self._check_recording()
         if not self.started:

@@ -8,6 +8,12 @@ drops the result's own references so the buffers go back to the pool, and
 :meth:`FrameResult.copy` makes pageable copies to keep for longer without
 holding pinned memory.
 
+A frame's result is one :class:`FrameResult` object, which its handle
+always gives (:meth:`FrameHandle.result`, ``await``, a done callback) and
+which :meth:`FrameScheduler.poll` may also return (see the delivery rule
+in :mod:`._scheduler`). Both give the same object, so :meth:`FrameResult.release`
+by one consumer releases it for the other too.
+
 Blocking calls
 --------------
 :meth:`FrameHandle.result` waits for its own frame (by design, that is the
@@ -97,11 +103,15 @@ class FrameResult:
 
 
 class FrameHandle:
-    """A future for one submitted frame (``frame.handle``).
+    """A future for one frame (``frame.handle``).
 
-    Asking for the result before the frame completes (:meth:`result`,
-    ``await``, :meth:`add_done_callback`) claims it for the handle: the
-    result is then not also queued for :meth:`FrameScheduler.poll`.
+    The handle always gives its frame's result, the same
+    :class:`FrameResult` object each time, whether or not
+    :meth:`FrameScheduler.poll` also returned it. Asking for the result
+    before the frame completes (:meth:`result`, ``await``,
+    :meth:`add_done_callback`) claims it for the handle: the result is then
+    not also queued for :meth:`FrameScheduler.poll`; asking after it was
+    queued takes it out of the queue, if ``poll()`` has not returned it yet.
     """
 
     def __init__(self, index: int, scheduler: FrameScheduler) -> None:
@@ -113,6 +123,7 @@ class FrameHandle:
         self._lock = threading.Lock()
         self._scheduler = scheduler
         self.claimed = False  # someone asked through the handle: its result skips the poll queue
+        self._submitted = False  # set by FrameScheduler.submit once the frame is in flight
 
     def done(self) -> bool:
         """Whether the frame has completed and been retired (never blocks)."""
@@ -122,6 +133,11 @@ class FrameHandle:
         if not self.claimed:
             self._scheduler._claim(self)  # under the scheduler's lock: retirement reads `claimed` under it
 
+    def _require_submitted(self) -> None:
+        if not self._submitted and not self._done.is_set():
+            raise RuntimeError(f"frame {self.index} has not been submitted yet: its result exists only after "
+                               "submit() (the end of its `with sched.frame()` block); ask for it after that")
+
     def result(self, timeout: float | None = None) -> FrameResult:
         """The frame's result, waiting for this frame only (``timeout`` in seconds, in total).
 
@@ -130,8 +146,14 @@ class FrameHandle:
         TimeoutError
             If the frame did not complete within ``timeout`` seconds.
         FrameAbortedError
-            If recording the frame raised.
+            If recording the frame raised, the scheduler was closed before
+            it was submitted, or the completion thread stopped on an error
+            before the frame retired (chained to that error).
+        RuntimeError
+            If the frame is still being recorded (not submitted yet): it
+            cannot complete before that.
         """
+        self._require_submitted()
         self._claim()
         if not self._done.is_set():
             deadline = None if timeout is None else time.perf_counter() + timeout
@@ -143,7 +165,16 @@ class FrameHandle:
         return self._result
 
     def add_done_callback(self, fn: Callable[[FrameHandle], None]) -> None:
-        """Call ``fn(handle)`` when the frame completes (in the completion thread), or now if it has."""
+        """Call ``fn(handle)`` when the frame completes, or now (in this thread) if it has.
+
+        The callback runs in the thread that retires the frame: the
+        completion thread, or a thread calling ``poll()``, ``drain()``,
+        ``close()`` or ``begin_frame()`` (these retire frames too), or
+        ``result()`` without the completion thread. So callbacks of
+        different frames may run at the same time in two threads, and not
+        necessarily in frame order. An exception from ``fn`` is logged and
+        does not stop the delivery of other frames.
+        """
         self._claim()
         with self._lock:
             if not self._done.is_set():
@@ -155,6 +186,7 @@ class FrameHandle:
         """``await handle`` gives the :class:`FrameResult` without blocking the event loop."""
         import asyncio
 
+        self._require_submitted()
         self._claim()
         loop = asyncio.get_running_loop()
         if not self._scheduler._threaded and not self.done():
@@ -165,7 +197,9 @@ class FrameHandle:
             if future.done():
                 return
             if handle._error is not None:
-                future.set_exception(FrameAbortedError(f"frame {handle.index} was aborted: {handle._error!r}"))
+                error = FrameAbortedError(f"frame {handle.index} was aborted: {handle._error!r}")
+                error.__cause__ = handle._error  # as ``raise ... from`` in result()
+                future.set_exception(error)
             else:
                 future.set_result(handle._result)
 
@@ -173,7 +207,10 @@ class FrameHandle:
         return future.__await__()
 
     def _finish(self, result: FrameResult | None, error: BaseException | None) -> list[Callable]:
+        """Complete the handle; returns the callbacks to run. The first outcome stays: finishing again does nothing."""
         with self._lock:
+            if self._done.is_set():
+                return []
             self._result, self._error = result, error
             self._done.set()
             callbacks, self._callbacks = self._callbacks, []

@@ -7,7 +7,8 @@ fences and used on the GPU with CUDA events.
 Blocking calls
 --------------
 :meth:`FrameRing.pop_through` waits on the fences of the frames it pops
-(for ``result()``, ``drain()`` and ``close()``).
+(for ``result()``, ``drain()`` and ``close()``); the scheduler calls it
+once those fences have passed, so there it returns at once.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class InFlight(Generic[T]):
         self.slot = slot
         self.fence = fence
         self.payload = payload
-        self.retired = False
+        self.retired = False  # taken off the ring: its fence may be recycled for a newer frame from then on
 
 
 class FrameRing(Generic[T]):
@@ -121,20 +122,22 @@ class FrameRing(Generic[T]):
             done.append(entry)
         return done
 
+    def in_flight(self) -> list[InFlight[T]]:
+        """The submitted frames not yet removed, oldest first (a new list)."""
+        return list(self._in_flight)
+
     def pop_through(self, index: int) -> list[InFlight[T]]:
-        """Wait for frame ``index``'s fence and remove it and every earlier frame, in order."""
-        done = []
-        while self._in_flight and self._in_flight[0].index <= index:
-            entry = self._in_flight[0]
+        """Wait for the fences of frame ``index`` and every earlier frame, then remove them and return them, in order.
+
+        If a wait raises, nothing is removed: the frames stay in flight for a later retirement.
+        """
+        through = [entry for entry in self._in_flight if entry.index <= index]
+        for entry in through:
             synchronize(entry.fence, f"waiting for frame {entry.index}")
+        for entry in through:
             self._in_flight.popleft()
             entry.retired = True
-            done.append(entry)
-        return done
+        return through
 
     def __len__(self) -> int:
         return len(self._in_flight)
-
-    @property
-    def recording(self) -> int | None:
-        return self._recording

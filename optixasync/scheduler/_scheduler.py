@@ -9,22 +9,35 @@ results and handles in :mod:`._results`.
 
 Delivery rule
 -------------
-Every frame's result is delivered once, to one of two places, decided when
-the frame retires:
+Each frame has one :class:`FrameResult` object (none for an aborted frame),
+made when the frame retires:
 
-* **its handle**, if anyone asked through it before then
-  (``handle.result()``, ``await handle``, ``handle.add_done_callback``);
-* otherwise **the poll queue**, if ``keep_results`` is on. A result taken
-  later through its handle leaves the queue. The queue holds at most
+* **its handle** always gives it (``handle.result()``, ``await handle``,
+  ``handle.add_done_callback``), the same object every time;
+* **the poll queue** also gets it, if ``keep_results`` is on and nobody had
+  asked through the handle before the frame retired. Asking through the
+  handle later takes it out of the queue if it is still there. ``poll()``
+  returns each queued result once. The queue holds at most
   ``max_queued_results``; beyond that ``on_full`` decides: drop the oldest
   (counted in ``stats.dropped_results``, logged once) or raise
   :class:`~optixasync.errors.ResultsOverflowError` from the next
   ``begin_frame``.
 
-The handle keeps its result as long as the handle lives; nothing else
-does. So no pattern of consumption makes memory grow without bound, and a
-frame's readbacks are never copied: they are views of pinned buffers leased
-for the frame, returned to the pool when the result and its arrays are gone.
+So ``poll()`` never returns a result that was asked for through its handle
+first, but a result that ``poll()`` returned is still given by its handle if
+that is asked later: it is the same object, and :meth:`FrameResult.release`
+by either consumer releases it for both (copy what one of them must keep).
+
+The handle keeps its result as long as the handle lives, the poll queue
+until it is polled or dropped; nothing else does. So no pattern of
+consumption makes memory grow without bound, and a frame's readbacks are
+never copied: they are views of pinned buffers leased for the frame,
+returned to the pool when the result and its arrays are gone.
+
+Callbacks run in the thread that retires the frame (the completion thread,
+or one calling ``poll()``, ``drain()``, ``close()``, ``begin_frame()``, or
+``result()`` without the completion thread), so callbacks of different
+frames may run at the same time and out of frame order.
 
 Blocking calls
 --------------
@@ -34,9 +47,13 @@ Blocking calls
 * ``optixLaunch`` inside :meth:`Frame.launch` blocks until all work of the
   context is done when the context has validation mode on.
 * :meth:`FrameHandle.result`, :meth:`FrameScheduler.drain` and
-  :meth:`FrameScheduler.close` wait for the frames they return, by design.
+  :meth:`FrameScheduler.close` wait for the frames they return, by design,
+  without holding the scheduler's lock (other threads keep polling and
+  submitting meanwhile).
 * The completion thread waits on fences with ``cudaEventSynchronize``
   (the GIL released), never the submitting thread.
+* The scheduler's lock is held briefly by every call, and while frames
+  retire (see :mod:`._completion`).
 Everything else (copies from pinned memory, stream-ordered allocations,
 event records and queries) is asynchronous.
 
@@ -153,6 +170,9 @@ class FrameScheduler:
             On a closed scheduler, or while another frame is being recorded.
         ResultsOverflowError
             With ``on_full="raise"``, while more results wait for ``poll()`` than allowed.
+
+        If the wait or the retirement of the blocking frame raises (also a
+        callback's ``BaseException``), no frame is being recorded afterwards.
         """
         if self._closed:
             raise RuntimeError("begin_frame on a closed FrameScheduler")
@@ -171,13 +191,13 @@ class FrameScheduler:
                 wait_start = stats.host_wait_start = time.perf_counter()
                 try:
                     synchronize(blocker.fence, f"waiting for frame {blocker.index}'s fence")
+                    stats.fence_wait_ms = (time.perf_counter() - wait_start) * 1e3
+                    stats.waited = True
+                    self._completion.retire_through(blocker.index)
                 except BaseException:
                     with self._lock:
-                        self._ring.cancel()
+                        self._ring.cancel()  # no frame is being recorded: the next begin_frame may try again
                     raise
-                stats.fence_wait_ms = (time.perf_counter() - wait_start) * 1e3
-                stats.waited = True
-                self._completion.retire_through(blocker.index)
         frame = Frame(self, index, self._slots[slot], stats)
         self._current = frame
         return frame
@@ -199,6 +219,7 @@ class FrameScheduler:
         with self._lock:
             ahead = self._ring.pending()
             self._ring.submit(fence, frame)
+            frame.handle._submitted = True  # in flight: its result() may wait from now on
             frame.stats.ahead = ahead
             frame.stats.in_flight = ahead + (0 if fence.done else 1)
             self._current = None
@@ -243,12 +264,16 @@ class FrameScheduler:
                 self._completion.results.discard(handle.index)
 
     def poll(self) -> list[FrameResult]:
-        """Completed frames queued for polling, in order (see the delivery rule). Never blocks."""
-        finished = self._completion.retire_completed()
+        """Completed frames queued for polling, in order (see the delivery rule). Never blocks.
+
+        Retires the frames whose fences have passed and runs their callbacks
+        (in this thread) before taking the queued results, so if a callback
+        raises a ``BaseException``, it propagates after the other callbacks
+        have run and the results stay queued for the next ``poll()``.
+        """
+        self._completion.run_callbacks(self._completion.retire_completed())
         with self._lock:
-            results = self._completion.results.take_all()
-        self._completion.run_callbacks(finished)
-        return results
+            return self._completion.results.take_all()
 
     def drain(self) -> list[FrameResult]:
         """Wait for every submitted frame; return the completed frames queued for polling."""
@@ -270,24 +295,48 @@ class FrameScheduler:
         return self._closed
 
     def close(self) -> None:
-        """Drain in-flight frames, stop the completion thread and release the slots. Idempotent."""
+        """Drain in-flight frames, stop the completion thread and release the slots. Idempotent.
+
+        A frame still being recorded is ended first: its handle raises
+        :class:`~optixasync.errors.FrameAbortedError` and the frame takes no
+        more work (if it enqueued GPU work, it is submitted aborted, so
+        nothing it enqueued is freed under the GPU). If draining raises (a
+        device error), the scheduler is closed all the same and the error
+        propagates; the slots of frames still in flight are then left to
+        the garbage collector rather than released.
+        """
         if self._closed:
             return
-        current, self._current = self._current, None
-        if current is not None:
-            if current.started:
-                # Fence the half-recorded frame so nothing it enqueued is freed under the GPU.
-                self._current = current
-                self.submit(current, error=RuntimeError("scheduler closed while the frame was being recorded"))
-            else:
-                self._ring.cancel()
-        self.drain()
-        self._closed = True
-        self._completion.stop()
-        self._completion.results.take_all()
-        for slot in self._slots:
-            slot.release()  # a Frame the caller still holds must not keep the slot's memory
-        self._slots = []
+        try:
+            self._end_recording()
+            self.drain()
+        finally:
+            self._closed = True
+            self._completion.stop()
+            with self._lock:
+                self._completion.results.take_all()
+                idle = len(self._ring) == 0
+            if idle:
+                for slot in self._slots:
+                    slot.release()  # a Frame the caller still holds must not keep the slot's memory
+                self._slots = []
+
+    def _end_recording(self) -> None:
+        """For close(): end the frame being recorded, if any, so that its handle completes (with an error)."""
+        current = self._current
+        if current is None:
+            return
+        if current.started:
+            # Fence the half-recorded frame so nothing it enqueued is freed under the GPU.
+            self.submit(current, error=RuntimeError("scheduler closed while the frame was being recorded"))
+            return
+        error = RuntimeError(f"the scheduler was closed before frame {current.index} was submitted")
+        with self._lock:
+            self._ring.cancel()
+            self._current = None
+        current.error = error
+        current.submitted = True  # the frame's methods refuse work from now on
+        self._completion.run_callbacks([(current.handle, current.handle._finish(None, error))])
 
     def __enter__(self) -> FrameScheduler:
         return self

@@ -3,20 +3,34 @@
 The newest ``window`` frames keep their :class:`FrameStats` (for medians,
 percentiles, timelines and traces); frames that leave the window are folded
 into running totals (count, sum, min, max per measurement), so together they
-cover the whole run in constant memory. Frames leave in batches of
-``window``, folded with numpy: recording a frame costs one list append on
-the completion thread. A render loop at thousands of frames per second for
-hours holds the same memory after an hour as after a minute.
+cover the whole run in constant memory. Recording a frame is one list
+append; once ``2 * window`` frames are held, the oldest ``window`` of them
+are folded with numpy in one batch (about 5 ms for 4096 frames, so about
+1 us per frame on average). The scheduler appends while it retires
+frames, under its own lock, and folds after releasing it: the thread that
+retired the frames (the completion thread, or one retiring inline, such as
+a caller of ``poll()``) pays for the fold, and holds the scheduler's lock
+through none of it (another retirement appending meanwhile waits for the
+fold to end, holding the scheduler's lock). A render loop at thousands of
+frames per second for hours holds the same memory after an hour as after
+a minute.
+
+The statistics are read while the thread that retires frames adds to them:
+a small lock of their own guards the list and the totals; readers copy
+them under it and compute outside it.
 
 Blocking calls
 --------------
-None: host-side bookkeeping.
+None: host-side bookkeeping. The statistics' lock is held for an append,
+a copy of at most ``2 * window`` references, or a fold; a reader may wait
+for a fold in progress.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -110,10 +124,14 @@ class RunningStat:
             self.low = min(self.low, float(values.min()))
             self.high = max(self.high, float(values.max()))
 
-    def merged(self, values: np.ndarray) -> RunningStat:
-        """A copy of this stat with ``values`` folded in (this one unchanged)."""
+    def copy(self) -> RunningStat:
         out = RunningStat()
         out.count, out.total, out.low, out.high = self.count, self.total, self.low, self.high
+        return out
+
+    def merged(self, values: np.ndarray) -> RunningStat:
+        """A copy of this stat with ``values`` folded in (this one unchanged)."""
+        out = self.copy()
         out.add_many(values)
         return out
 
@@ -133,6 +151,12 @@ def _summary(values: Iterable[float]) -> dict[str, float]:
         "mean": float(data.mean()),
         "n": int(data.size),
     }
+
+
+def _covers(kept: list[FrameStats], frames_total: int) -> dict[str, int]:
+    if not kept:
+        return {"first": -1, "last": -1, "kept": 0, "frames_total": frames_total}
+    return {"first": kept[0].index, "last": kept[-1].index, "kept": len(kept), "frames_total": frames_total}
 
 
 def _gpu_span_ms(frames: list[FrameStats]) -> float:
@@ -168,49 +192,68 @@ class SchedulerStats:
         if window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
         self.window = int(window)
-        self._frames: list[FrameStats] = []  # at most 2 * window: the oldest batch is folded when it fills
+        self._lock = threading.Lock()  # the list, the totals and frames_total change together under it
+        self._frames: list[FrameStats] = []  # below 2 * window after each fold (the oldest window are folded)
         self._folded: dict[str, RunningStat] = {name: RunningStat() for name in MEASUREMENTS}
         self._folded_waits = 0
         self.frames_total = 0
         self.dropped_results = 0
         self.gpu_origin_host = float("nan")
 
-    def add(self, stats: FrameStats) -> None:
-        """Record one retired frame (frames older than the window are folded into the totals in batches)."""
-        self._frames.append(stats)
-        self.frames_total += 1
-        if len(self._frames) >= 2 * self.window:
-            self._fold(self._frames[: -self.window])
-            del self._frames[: -self.window]
+    def add(self, stats: FrameStats, fold: bool = True) -> None:
+        """Record one retired frame.
 
-    def _fold(self, frames: list[FrameStats]) -> None:
+        With ``fold`` (the default), frames older than the window are folded
+        into the totals right away when ``2 * window`` are held; without it,
+        the caller calls :meth:`fold` later (the scheduler does, after its lock
+        is released).
+        """
+        with self._lock:
+            self._frames.append(stats)
+            self.frames_total += 1
+        if fold:
+            self.fold()
+
+    def fold(self) -> None:
+        """Fold the frames older than the window into the totals, once ``2 * window`` frames are held."""
+        with self._lock:
+            if len(self._frames) >= 2 * self.window:
+                self._fold_frames(self._frames[: -self.window])
+                del self._frames[: -self.window]
+
+    def _fold_frames(self, frames: list[FrameStats]) -> None:
         for name, running in self._folded.items():
             running.add_many(np.fromiter((getattr(f, name) for f in frames), np.float64, len(frames)))
         self._folded_waits += sum(1 for f in frames if f.waited)
 
+    def _snapshot(self) -> tuple[list[FrameStats], dict[str, RunningStat], int, int]:
+        """Copies, taken together: every held frame, the folded totals, folded waits, ``frames_total``."""
+        with self._lock:
+            return (list(self._frames), {name: running.copy() for name, running in self._folded.items()},
+                    self._folded_waits, self.frames_total)
+
     @property
     def frames(self) -> list[FrameStats]:
         """The kept frames, oldest first (a new list: the newest ``window`` frames)."""
-        return self._frames[-self.window :]
+        with self._lock:
+            return self._frames[-self.window :]
 
     @property
     def totals(self) -> dict[str, RunningStat]:
         """Whole-run count/sum/min/max of each measurement in :data:`MEASUREMENTS` (computed on request)."""
-        pending = self._frames
-        return {name: running.merged(np.fromiter((getattr(f, name) for f in pending), np.float64, len(pending)))
-                for name, running in self._folded.items()}
+        held, folded, _waits, _total = self._snapshot()
+        return _totals(held, folded)
 
     @property
     def waits_total(self) -> int:
         """Frames of the whole run that waited on their slot's fence."""
-        return self._folded_waits + sum(1 for f in self._frames if f.waited)
+        held, _folded, folded_waits, _total = self._snapshot()
+        return folded_waits + sum(1 for f in held if f.waited)
 
     def covers(self) -> dict[str, int]:
         """Which frames the window holds: ``first`` and ``last`` index, ``kept``, ``frames_total``."""
-        kept = self.frames
-        if not kept:
-            return {"first": -1, "last": -1, "kept": 0, "frames_total": self.frames_total}
-        return {"first": kept[0].index, "last": kept[-1].index, "kept": len(kept), "frames_total": self.frames_total}
+        held, _folded, _waits, frames_total = self._snapshot()
+        return _covers(held[-self.window :], frames_total)
 
     def summary(self, skip: int = 0, count: int | None = None) -> dict[str, Any]:
         """Median, p95 and mean of each measurement over the kept frames after the first ``skip`` (``count`` of them).
@@ -218,10 +261,17 @@ class SchedulerStats:
         Also ``fps``, ``wall_s``, ``gpu_busy`` (summed frame GPU time over the
         host wall time), with GPU timestamps ``gpu_utilization`` (summed frame
         GPU time over the GPU span of the frames, on the GPU clock), ``covers``
-        (which frames the numbers come from), ``dropped_results`` and
-        ``whole_run`` (count/mean/min/max of each measurement over every frame).
+        (which frames the numbers come from: ``first``, ``last``, ``kept``,
+        ``frames_total``, as :meth:`covers` but for the frames summarised),
+        ``dropped_results`` and ``whole_run`` (count/mean/min/max of each
+        measurement over every frame, and ``waits``).
         """
-        kept = self.frames
+        return self._summary(self._snapshot(), skip, count)
+
+    def _summary(self, snapshot: tuple[list[FrameStats], dict[str, RunningStat], int, int], skip: int,
+                 count: int | None) -> dict[str, Any]:
+        held, folded, folded_waits, frames_total = snapshot
+        kept = held[-self.window :]
         frames = kept[skip:] if count is None else kept[skip : skip + count]
         out: dict[str, Any] = {"frames": len(frames)}
         for name in MEASUREMENTS:
@@ -238,18 +288,28 @@ class SchedulerStats:
                 # On the GPU's own clock: the part of the span from the first frame's GPU start to the last
                 # frame's GPU end that the GPU spent on frames (1.0: no idle gap between frames).
                 out["gpu_utilization"] = min(1.0, gpu * 1e3 / span)
-        out["covers"] = {"first": frames[0].index if frames else -1, "last": frames[-1].index if frames else -1,
-                         "frames_total": self.frames_total}
+        out["covers"] = _covers(frames, frames_total)
         out["dropped_results"] = self.dropped_results
-        out["whole_run"] = {name: running.as_dict() for name, running in self.totals.items()}
-        out["whole_run"]["waits"] = self.waits_total
+        out["whole_run"] = {name: running.as_dict() for name, running in _totals(held, folded).items()}
+        out["whole_run"]["waits"] = folded_waits + sum(1 for f in held if f.waited)
         return out
 
     def to_json(self, path: str | None = None, skip: int = 0) -> str:
-        """JSON with the summary, which frames it covers, and every kept frame; written to ``path`` when given."""
-        text = json.dumps({"summary": self.summary(skip), "covers": self.covers(),
-                           "frames": [asdict(f) for f in self.frames]}, indent=1)
+        """JSON with the summary, which frames it covers, and every kept frame; written to ``path`` when given.
+
+        All three come from one copy of the statistics, so they agree while frames keep retiring.
+        """
+        snapshot = self._snapshot()
+        kept = snapshot[0][-self.window :]
+        text = json.dumps({"summary": self._summary(snapshot, skip, None), "covers": _covers(kept, snapshot[3]),
+                           "frames": [asdict(f) for f in kept]}, indent=1)
         if path is not None:
             with open(path, "w") as f:
                 f.write(text)
         return text
+
+
+def _totals(held: list[FrameStats], folded: dict[str, RunningStat]) -> dict[str, RunningStat]:
+    """The folded totals with the held frames merged in (new objects)."""
+    return {name: running.merged(np.fromiter((getattr(f, name) for f in held), np.float64, len(held)))
+            for name, running in folded.items()}

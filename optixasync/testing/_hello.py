@@ -1,6 +1,7 @@
 """The smallest complete OptiX program: one triangle, one launch, one image.
 
 Used by ``examples/hello_triangle.py``, ``optixasync doctor`` and the tests.
+
 Blocking calls
 --------------
 :func:`render_triangle` waits for its result (it returns pixels); that wait

@@ -28,7 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                     "resolution and max depth.",
     )
     parser.add_argument("--scene", default=None, metavar="PATH", help="scene or mesh file for the GPU source")
-    parser.add_argument("--env", default=None, metavar="PATH", help="environment map for the GPU source")
+    parser.add_argument("--env", default=None, metavar="PATH", help="environment map (not supported yet: the path tracer has no environment light)")
     parser.add_argument("--width", type=int, default=None, metavar="PX",
                         help="starting image width (default: the source's; 480 with --cpu)")
     parser.add_argument("--height", type=int, default=None, metavar="PX",
@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
             return _error(f"--{name} must be at least 1, got {value}")
     if not 0 <= args.port <= 65535:
         return _error(f"--port must be in 0..65535, got {args.port}")
+    if not 10 <= args.quality <= 95:
+        return _error(f"--quality must be in 10..95, got {args.quality}")
     if not 1 <= args.encoders <= 64:
         return _error(f"--encoders must be in 1..64, got {args.encoders}")
     if args.max_fps is not None and not args.max_fps > 0:

@@ -13,8 +13,17 @@ Blocking calls
 --------------
 * Creating the source creates the :class:`~optixasync.Context`; the first
   frame of a size compiles the kernel and builds the scene (set-up).
-* Changing the image size closes the tracer, scheduler and denoiser of the
-  old size (they wait for their frames) and makes new ones.
+* ``denoise_available=None`` asks :func:`~optixasync.denoise.available_denoisers`,
+  which creates and releases an OIDN device per backend (set-up).
+* Each image size gets its own pipeline: a new tracer and scheduler, and,
+  when OIDN works, a denoiser (OIDN's CUDA device; its filter is committed
+  on the first denoised frame of each slot, which allocates device memory
+  and may synchronize the device). Changing the size closes the old
+  pipeline (its frames are waited for) and frees the pinned blocks of the
+  old size (``cuMemFreeHost``), so a page that tries many sizes does not
+  pile up pinned memory.
+* The scheduler's pinned pool grows (``cuMemHostAlloc``) when the viewer
+  holds more frames' images than before, e.g. while a first tab connects.
 * In the loop, only the scheduler's slot fence when the GPU is
   ``frames_in_flight`` frames behind (the designed wait).
 """
@@ -54,7 +63,7 @@ class _Pipeline:
         if denoise:
             from optixasync.denoise import FrameDenoiser
 
-            self.denoiser = FrameDenoiser(self.tracer, self.sched.stream)
+            self.denoiser = FrameDenoiser(self.tracer, self.sched.stream, frames_in_flight=frames_in_flight)
 
     def close(self) -> None:
         self.sched.close()
@@ -140,16 +149,18 @@ class PathTracerSource:
         cupy.cuda.Device(self.ctx.device_id).use()  # CuPy's current device is per thread
         pipeline: _Pipeline | None = None
         version = -1
+        shown_denoise: bool | None = None  # whether the newest recorded frame was denoised
         fps, last = 0.0, time.perf_counter()
         try:
             while not self._stop.is_set():
                 view = sink.state.snapshot()
                 settings = view.settings
                 denoise = settings.denoise and self.denoise_available
-                if pipeline is None or pipeline.size != (settings.width, settings.height) or (
-                        denoise and pipeline.denoiser is None):
+                if pipeline is None or pipeline.size != (settings.width, settings.height):
                     if pipeline is not None:
                         pipeline.close()
+                        self.ctx.pinned.release()  # the old size's readback blocks: no frame holds them now
+                    # the denoiser is made whenever OIDN works, so that the page's switch needs no rebuild
                     pipeline = _Pipeline(self.ctx, self.scene, settings.width, settings.height,
                                          self.frames_in_flight, self.denoise_available)
                     version = -1
@@ -157,10 +168,12 @@ class PathTracerSource:
                 if view.version != version:
                     self._apply(tracer, view)
                     version = view.version
-                if tracer.samples_done >= MAX_SAMPLES:  # converged: wait for a change instead of spinning
+                if tracer.samples_done >= MAX_SAMPLES and denoise == shown_denoise:
+                    # converged and shown as asked: wait for a change instead of spinning
                     sink.state.wait_for_change(view.version, timeout=0.05)
                     continue
                 self._record(pipeline, sink, view, denoise, fps)
+                shown_denoise = denoise
                 now = time.perf_counter()
                 fps = 1.0 / max(now - last, 1e-9) if self.loops == 1 else 0.9 * fps + 0.1 / max(now - last, 1e-9)
                 last = now
@@ -187,6 +200,7 @@ class PathTracerSource:
             else:
                 tracer.record(f, spp)
         self.loops += 1
+        frame_id = self.loops  # increasing across image sizes (a new scheduler counts its frames from 0)
         samples = tracer.samples_done
         in_flight = sched.in_flight
 
@@ -195,7 +209,7 @@ class PathTracerSource:
             stats = result.stats
             busy = stats.gpu_ms * fps / 1e3 if stats.gpu_ms == stats.gpu_ms else None
             sink.publish(result["image"], FrameMeta(
-                frame_id=result.index, camera_id=view.version, samples=samples, fps=fps, frames_in_flight=in_flight,
+                frame_id=frame_id, camera_id=view.version, samples=samples, fps=fps, frames_in_flight=in_flight,
                 gpu_busy=min(1.0, busy) if busy is not None else None, submit_ms=stats.submit_ms, denoise=denoise,
                 extra={"gpu_ms": round(stats.gpu_ms, 3)}))
             self.published += 1

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from aiohttp import web
 
+from ._hosts import is_loopback
+
 __all__ = ["SECURITY_HEADERS", "STATIC_FILES", "add_security_headers", "add_static_routes", "guard_middleware",
            "origin_allowed"]
 
@@ -24,7 +26,6 @@ STATIC_FILES = {
     "/static/viewer.css": ("viewer.css", "text/css"),
 }
 _STATIC_DIR = Path(__file__).resolve().parent / "static"
-_LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1"}
 #: Headers of every response: the page may load its own script and style, images from blobs, and connect
 #: only to its own origin; it may not be framed.
 SECURITY_HEADERS = {
@@ -52,12 +53,11 @@ def add_static_routes(app: web.Application) -> None:
 
 def guard_middleware(bind_host: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
     """A middleware refusing methods other than GET/HEAD and, on a loopback bind, foreign Host headers."""
-    check_host = bind_host in _LOOPBACK_NAMES or bind_host.startswith("127.")
-    allowed = _LOOPBACK_NAMES | {bind_host}
+    check_host = is_loopback(bind_host)  # the same test as the bind warning's: no address escapes both
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if check_host and request.url.host not in allowed:
+        if check_host and not is_loopback(request.url.host or ""):  # a DNS-rebinding page names its own host
             return web.Response(status=403, text="forbidden host\n")
         if request.method not in ("GET", "HEAD"):
             return web.Response(status=405, text="method not allowed\n")

@@ -2,7 +2,8 @@
 
 Every message is a JSON object with a ``type``; an optional integer ``id``
 asks the server to reply ``{"type": "applied", "id": ..., "camera_id": ...}``
-(or ``"ignored"`` with a ``reason``). Types:
+(or ``"ignored"`` with a ``reason``), except a valid ``ack``, which gets no
+reply (it arrives with every frame). Types:
 
 =========  ====================================================  ==========================================
 type       fields                                                effect

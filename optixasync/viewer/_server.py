@@ -130,6 +130,7 @@ class FrameServer:
         """Close every connection and stop serving (encoder threads are shut down without waiting)."""
         if self._pump_task is not None:
             self._pump_task.cancel()
+            self._pump_task = None  # its traceback would keep the last frame alive
         for client in list(self._clients):
             try:
                 await asyncio.wait_for(client.ws.close(code=1001, message=b"viewer closed"), 1.0)
@@ -193,6 +194,7 @@ class FrameServer:
                         # paced on the schedule, not on when the pump woke: the mean rate is max_fps
                         self._next_start = max(self._next_start + self._min_interval, loop.time())
                         task = loop.create_task(self._encode(frame))
+                        frame = None  # the task holds it now; the pump must not, while it waits
                         self._tasks.add(task)
                         task.add_done_callback(self._tasks.discard)
                         continue

@@ -78,19 +78,35 @@ class FrameMeta:
         """``meta`` itself, or a FrameMeta from a mapping with the same keys (unknown keys go to ``extra``)."""
         if isinstance(meta, FrameMeta):
             return meta
+        if not isinstance(meta, Mapping):
+            raise TypeError(f"meta must be a FrameMeta or a mapping, got {type(meta).__name__}")
+        missing = [k for k in ("frame_id", "camera_id", "samples") if k not in meta]
+        if missing:
+            raise ValueError(f"meta lacks {', '.join(missing)}")
         known = {k: meta[k] for k in cls.__dataclass_fields__ if k in meta and k != "extra"}
         extra = dict(meta.get("extra") or {})
         extra.update({k: v for k, v in meta.items() if k not in cls.__dataclass_fields__})
         return cls(**known, extra=extra)
 
     def stats(self) -> dict[str, Any]:
-        """The statistics as JSON-ready values (non-finite numbers become None)."""
+        """The statistics as JSON-ready values (NumPy scalars become Python numbers, non-finite ones None)."""
         out = {"fps": self.fps, "frames_in_flight": self.frames_in_flight, "gpu_busy": self.gpu_busy,
                "submit_ms": self.submit_ms, "denoise": bool(self.denoise)}
         for key, value in self.extra.items():
-            if isinstance(value, (bool, int, float, str)) or value is None:
+            if isinstance(value, (bool, int, float, str, np.generic)) or value is None:
                 out[str(key)[:64]] = value[:256] if isinstance(value, str) else value
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
+        return {k: _json_number(v) for k, v in out.items()}
+
+
+def _json_number(value: Any) -> Any:
+    """``value`` with NumPy scalars as Python ones and non-finite floats as None; other values unchanged."""
+    if isinstance(value, np.generic):
+        value = value.item()
+        if not isinstance(value, (bool, int, float, str)):
+            return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def check_image(image: Any) -> None:
@@ -151,8 +167,8 @@ class NullSink:
 class RenderLoop:
     """Base of sources whose loop renders one frame per iteration: owns the thread, frame ids and fps.
 
-    Subclasses implement :meth:`render` and may set :attr:`idle` to wait for a change of state
-    instead of rendering (a converged image).
+    Subclasses implement :meth:`render`; a ``render`` that returns None (a converged image) makes the
+    loop wait for a change of state instead of rendering again.
 
     Parameters
     ----------

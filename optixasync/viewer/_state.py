@@ -11,6 +11,7 @@ frame reflects its input.
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -57,7 +58,7 @@ class Settings:
 
 
 def _clamp_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
@@ -134,7 +135,8 @@ class ViewerState:
             camera = OrbitCamera.from_pose(camera)
         self._camera = camera if camera is not None else OrbitCamera()
         self._changed = threading.Condition(threading.Lock())
-        settings = clamp_settings(settings or Settings(), {})
+        settings = settings or Settings()
+        settings = clamp_settings(settings, settings.as_dict())  # every field checked and clamped
         self._snapshot = ViewState(1, self._camera.pose(), settings)
 
     def snapshot(self) -> ViewState:

@@ -10,7 +10,6 @@ is bound; :meth:`Viewer.stop` joins the source's thread and the server's; :meth:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ import numpy as np
 
 from ._camera import CameraPose, OrbitCamera
 from ._encode import JpegEncoder
+from ._hosts import host_warning, is_loopback
 from ._mailbox import FrameMailbox
 from ._source import CallbackFrameSource, FrameMeta, FrameSource, check_image
 from ._state import Settings, ViewerState, ViewState
@@ -27,24 +27,6 @@ from ._state import Settings, ViewerState, ViewState
 __all__ = ["Viewer", "host_warning", "is_loopback"]
 
 log = logging.getLogger("optixasync.viewer")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is reachable only from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def host_warning(host: str) -> str | None:
-    """The warning printed for a bind address reachable from other machines, or None for a loopback one."""
-    if is_loopback(host):
-        return None
-    return (f"warning: serving on {host}: anyone who can reach this machine can watch the render and move the "
-            "camera (there is no authentication); bind 127.0.0.1 (the default) to keep it local")
 
 
 class Viewer:
@@ -127,9 +109,11 @@ class Viewer:
         Raises
         ------
         TypeError, ValueError
-            When ``image`` is not a (H, W, 3 or 4) uint8 array.
+            When ``image`` is not a (H, W, 3 or 4) uint8 array, or ``meta`` lacks ``frame_id``,
+            ``camera_id`` or ``samples`` (checked here, not on the encoder thread, so the caller hears of it).
         """
         check_image(image)
+        meta = FrameMeta.coerce(meta)
         if not self._closing:
             self._mailbox.put(image, meta)
 
@@ -149,7 +133,8 @@ class Viewer:
     def url(self) -> str:
         """The page's address (after :meth:`start`)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        host = "127.0.0.1" if host in ("0.0.0.0", "[::]") else host
+        # a wildcard bind is reached through the loopback address of its own family (an IPv6 socket is IPv6-only)
+        host = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]"}.get(host, host)
         return f"http://{host}:{self._port}/"
 
     @property

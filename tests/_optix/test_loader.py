@@ -166,6 +166,13 @@ def test_query_function_table_without_the_entry_point():
         query_function_table(lib, 87)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses the Linux libm")
+def test_probe_abi_without_the_entry_point():
+    lib = ctypes.CDLL("libm.so.6")
+    with pytest.raises(DriverNotFoundError, match="optixQueryFunctionTable"):
+        probe_abi(lib, 87)
+
+
 # --- check and result names -----------------------------------------------------------------------------------------
 
 

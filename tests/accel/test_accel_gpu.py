@@ -557,6 +557,22 @@ def test_bad_instances(ctx):
         InstanceAccel(ctx, [])
 
 
+def test_casting_against_a_closed_structure_is_refused(ctx, caster):
+    gas, _, _ = small_gas(ctx, np.random.default_rng(60))
+    gas.close()
+    rays = np.ones((4, 3), np.float32)
+    with pytest.raises(RuntimeError, match="closed GeometryAccel"):
+        caster.cast(gas, rays, rays)
+
+
+def test_a_compacting_structure_is_ready_once_its_compacted_size_has_arrived(ctx):
+    from optixasync.cuda import synchronize
+
+    gas, _, _ = small_gas(ctx, np.random.default_rng(62), allow_compaction=True)
+    synchronize(gas.ready.event)  # the end of the build includes the copy of the size to the host
+    assert gas.compacted_size is not None
+
+
 def test_bad_rays(ctx, caster):
     rng = np.random.default_rng(59)
     gas, _, _ = small_gas(ctx, rng)

@@ -330,6 +330,19 @@ def test_dlpack_refusal_names_the_argument(driver):
         consume(producer, name="vertices")
 
 
+@pytest.mark.parametrize("error", [TypeError("Unsupported dtype"), NotImplementedError("bfloat16"),
+                                   BufferError("DLPack version 2.0 is not supported")])
+def test_a_capsule_cupy_cannot_import_is_refused_by_name(driver, monkeypatch, error):
+    def refuse(capsule):
+        raise error
+
+    monkeypatch.setattr(_interop, "_from_capsule", refuse)
+    pattern = rf"vertices could not be imported from its DLPack capsule \({type(error).__name__}: "
+    with pytest.raises(ValueError, match=pattern) as info:
+        consume(DLPackProducer(vertices()), name="vertices")
+    assert info.value.__cause__ is error
+
+
 def test_non_contiguous_dlpack_capsule_is_refused(driver):
     producer = DLPackProducer(np.zeros((12, 3), np.float32)[::2])
     with pytest.raises(ValueError, match="vertices must be C-contiguous"):

@@ -40,6 +40,7 @@ def waits(monkeypatch):
     monkeypatch.setattr("optixasync.cuda._ready.wait_event", lambda stream, event: calls.append((stream, event.ptr)))
     monkeypatch.setattr("optixasync.cuda._ready.as_cupy_stream", lambda stream: stream)
     monkeypatch.setattr("optixasync.cuda._ready.record_event", lambda stream: _recorded(stream))
+    monkeypatch.setattr("optixasync.cuda._ready.event_done", lambda event: event.done)  # the query, of a stand-in
     return calls
 
 
@@ -143,3 +144,79 @@ def test_stream_handle_accepts_stream_likes_and_refuses_the_default():
         cuda.stream_handle("stream")
     with pytest.raises(TypeError):
         cuda.stream_handle(True)
+
+
+# --- event queries and deferred release ---------------------------------------------------------------------------
+
+
+def fake_runtime(monkeypatch, status: int):
+    """A CUDA runtime whose ``cudaEventQuery`` answers ``status``, with CuPy's real error type."""
+    pytest.importorskip("cupy")
+    from cupy_backends.cuda.api.runtime import CUDARuntimeError
+
+    queried: list[int] = []
+    runtime = type("Runtime", (), {"CUDARuntimeError": CUDARuntimeError,
+                                   "eventQuery": staticmethod(lambda ptr: queried.append(ptr) or status)})
+    monkeypatch.setattr("optixasync.cuda._events._get_runtime", lambda: runtime)
+    return queried
+
+
+@pytest.mark.parametrize(("status", "done"), [(0, True), (600, False)])
+def test_event_done_reads_success_and_not_ready(monkeypatch, status, done):
+    queried = fake_runtime(monkeypatch, status)
+    event = FakeEvent()
+    assert cuda.event_done(event) is done
+    assert queried == [event.ptr]
+
+
+def test_event_done_raises_the_error_of_failed_work(monkeypatch):
+    fake_runtime(monkeypatch, 700)  # cudaErrorIllegalAddress: sticky, CuPy's Event.done would say False for ever
+    with pytest.raises(CudaError, match="cudaErrorIllegalAddress: querying an event") as info:
+        cuda.event_done(FakeEvent())
+    assert info.value.status == 700
+
+
+@pytest.fixture
+def deferred(monkeypatch):
+    """A DeferredRelease over stand-in events (their ``done`` is the query's answer)."""
+    monkeypatch.setattr("optixasync.cuda._deferred.as_cupy_stream", lambda stream: stream)
+    monkeypatch.setattr("optixasync.cuda._deferred.record_event", _recorded)
+    monkeypatch.setattr("optixasync.cuda._deferred.event_done", _query)
+    return cuda.DeferredRelease()
+
+
+def _query(event) -> bool:
+    if getattr(event, "failed", False):
+        raise CudaError(700, "cudaErrorIllegalAddress", "querying an event failed")
+    return event.done
+
+
+def test_deferred_release_frees_in_order_up_to_the_first_pending(deferred):
+    events = [deferred.after(FakeStream(40), object()) for _ in range(3)]
+    events[0].done = events[2].done = True
+    assert deferred.collect() == 1 and len(deferred) == 2  # the third waits behind the second
+    events[1].done = True
+    assert deferred.collect() == 2 and len(deferred) == 0
+
+
+def test_deferred_release_keeps_objects_when_the_query_fails(deferred):
+    event = deferred.after(FakeStream(41), object())
+    event.failed = True
+    with pytest.raises(CudaError, match="cudaErrorIllegalAddress"):
+        deferred.collect()
+    assert len(deferred) == 1  # never known to be free of the GPU: still held
+
+
+def test_deferred_release_collects_each_set_once_across_threads(deferred):
+    import threading
+
+    events = [deferred.after(FakeStream(42), object()) for _ in range(2000)]
+    for event in events:
+        event.done = True
+    counts: list[int] = []
+    threads = [threading.Thread(target=lambda: counts.append(deferred.collect())) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(counts) == 2000 and len(deferred) == 0

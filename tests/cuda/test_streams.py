@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from types import SimpleNamespace
 
 import pytest
 
-from optixasync.cuda import stream_handle
+from optixasync.cuda import as_cupy_stream, stream_handle
 
 
 @pytest.mark.parametrize("stream", [0, 1, SimpleNamespace(ptr=0), SimpleNamespace(__cuda_stream__=lambda: (0, 0))])
@@ -49,3 +51,34 @@ def test_not_a_stream(stream):
 
 def test_result_is_a_plain_int():
     assert type(stream_handle(SimpleNamespace(ptr=0x10))) is int
+
+
+@pytest.mark.parametrize("handle", [-1, -0x7F00])
+def test_negative_handle_is_refused(handle):
+    with pytest.raises(ValueError, match="negative"):
+        stream_handle(handle)
+
+
+class ForeignStream:
+    """A stream of another library: destroying it (when collected) would destroy its CUstream."""
+
+    def __cuda_stream__(self):
+        return (0, 0x5150)
+
+
+@pytest.mark.filterwarnings("ignore:ExternalStream is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("protocol", ["from_external", "ExternalStream"])
+def test_the_wrapper_of_a_foreign_stream_keeps_it_alive(monkeypatch, protocol):
+    cupy = pytest.importorskip("cupy")  # wrapping a handle makes no CUDA call
+    if protocol == "ExternalStream":  # CuPy before 14
+        monkeypatch.delattr(cupy.cuda.Stream, "from_external")
+    foreign = ForeignStream()
+    alive = weakref.ref(foreign)
+    wrapper = as_cupy_stream(foreign)
+    assert wrapper.ptr == 0x5150
+    del foreign
+    gc.collect()
+    assert alive() is not None  # held by the wrapper: structures keep the wrapper, not the user's object
+    del wrapper
+    gc.collect()
+    assert alive() is None

@@ -152,3 +152,37 @@ def test_guides_are_required(ctx):
     with PathTracer(ctx, cornell_box(), RenderOptions(width=32, height=32)) as tracer:
         with pytest.raises(ValueError, match="albedo=True and normal=True"):
             FrameDenoiser(tracer, tracer.stream, {"albedo": False, "normal": False})
+
+
+def test_every_slot_keeps_its_filter_and_a_foreign_slot_is_refused(ctx, oidn_cuda):
+    with PathTracer(ctx, cornell_box(), RenderOptions(width=32, height=32)) as tracer:
+        with FrameDenoiser(tracer, tracer.stream, frames_in_flight=5) as denoiser, \
+                FrameScheduler(ctx, 5, params_dtype=tracer.params_dtype, stream=tracer.stream) as sched:
+            for _ in range(20):
+                with sched.frame() as f:
+                    denoiser.record(f, 1, readback=None)
+                sched.poll()
+            sched.drain()
+            stats = denoiser.denoiser.stats
+        # five slots, five buffer sets, each committed once and then found in the cache (the default holds 4)
+        assert (stats.frames, stats.filter_sets_created, stats.filter_sets_rebound) == (20, 5, 0)
+        assert stats.cache_hits == 15
+        with FrameDenoiser(tracer, tracer.stream, frames_in_flight=1) as denoiser, \
+                FrameScheduler(ctx, 2, params_dtype=tracer.params_dtype, stream=tracer.stream) as sched:
+            with sched.frame() as f:
+                denoiser.record(f, 1, readback=None)
+            with pytest.raises(ValueError, match="made for 1 frames in flight"):
+                with sched.frame() as f:
+                    denoiser.record(f, 1, readback=None)
+            sched.drain()
+
+
+def test_prefiltered_guides_run_on_the_gpu(ctx, oidn_cuda):
+    options = {"hdr": True, "albedo": True, "normal": True, "clean_aux": False, "prefilter_aux": True}
+    with PathTracer(ctx, cornell_box(), RenderOptions(width=64, height=64)) as tracer:
+        with FrameDenoiser(tracer, tracer.stream, options) as prefiltered:
+            result = progressive(ctx, tracer, 4, denoiser=prefiltered, readbacks=("denoised", "color"))
+    denoised, noisy = result["denoised"][..., :3], result["color"][..., :3]
+    assert np.isfinite(denoised).all()
+    assert abs(float(denoised.mean()) - float(noisy.mean())) <= 0.1 * float(noisy.mean())
+    assert np.abs(np.diff(denoised, axis=1)).mean() < np.abs(np.diff(noisy, axis=1)).mean()

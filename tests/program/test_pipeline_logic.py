@@ -452,3 +452,52 @@ def test_a_valid_launch_reaches_the_driver(pipeline_and_sbt):
     pipeline, sbt = pipeline_and_sbt
     with pytest.raises(NoDriverCall, match="optixLaunch"):
         pipeline.launch(sbt, np.zeros(4, np.uint8), 4, 4)
+
+
+def test_closing_an_sbt_zeroes_its_struct_and_a_launch_with_it_is_refused(pipeline_and_sbt):
+    pipeline, sbt = pipeline_and_sbt
+    struct = sbt.struct
+    assert struct.raygenRecord != 0 and not sbt.closed
+    sbt.close()
+    assert sbt.closed
+    assert bytes(struct) == bytes(len(bytes(struct)))  # no freed device address is left in it
+    with pytest.raises(RuntimeError, match="closed ShaderBindingTable"):
+        pipeline.launch(sbt, np.zeros(4, np.uint8), 4, 4)
+
+
+@pytest.mark.parametrize(("kwargs", "exc", "match"), [
+    ({"params_size": 8}, ValueError, "params_size 8 exceeds the 4 bytes of params"),
+    ({"params_size": -1}, ValueError, "params_size"),
+    ({"params_size": 2.0}, TypeError, "params_size"),
+])
+def test_launch_checks_params_size(pipeline_and_sbt, kwargs, exc, match):
+    pipeline, sbt = pipeline_and_sbt
+    with pytest.raises(exc, match=match):
+        pipeline.launch(sbt, np.zeros(4, np.uint8), 4, 4, **kwargs)
+
+
+def test_launch_params_size_within_params_reaches_the_driver(pipeline_and_sbt):
+    pipeline, sbt = pipeline_and_sbt
+    with pytest.raises(NoDriverCall, match="optixLaunch"):
+        pipeline.launch(sbt, np.zeros(8, np.uint8), 4, 4, params_size=4)
+
+
+@pytest.mark.parametrize(("dims", "name"), [((4.0, 1, 1), "width"), ((4, True, 1), "height"), ((4, 1, "1"), "depth")])
+def test_launch_dimensions_must_be_integers(pipeline_and_sbt, dims, name):
+    pipeline, sbt = pipeline_and_sbt
+    with pytest.raises(TypeError, match=f"{name} must be an integer"):
+        pipeline.launch(sbt, np.zeros(4, np.uint8), *dims)
+
+
+def test_pipeline_trace_depth_must_be_an_integer(fake_ctx):
+    with pytest.raises(TypeError, match="max_trace_depth must be an integer"):
+        Pipeline(fake_ctx, [make_group(fake_ctx, "raygen")], max_trace_depth=1.0)
+
+
+@pytest.mark.parametrize("which", ["module", "entry"])
+def test_miss_group_needs_both_module_and_entry_or_neither(fake_ctx, which):
+    module = FakeModule(fake_ctx)
+    args = (module, None) if which == "module" else (None, "__miss__ms")
+    with pytest.raises(ValueError, match=f"both module and entry, or neither: {which} was given"):
+        ProgramGroup.miss(fake_ctx, *args)
+    assert ProgramGroup.miss(fake_ctx, None, None).modules == []  # neither: a miss group that does nothing

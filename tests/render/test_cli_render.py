@@ -19,7 +19,7 @@ from optixasync import cli
 
 # The command's own pieces (its plan, argument parser, stats line, camera swing) are pure logic with no public door
 # beyond running the command, which these tests also do.
-from optixasync.render._cli import RenderPlan, add_arguments, format_stats, plan_from_args, swing_camera
+from optixasync._render_cli import RenderPlan, add_arguments, format_stats, plan_from_args, swing_camera
 from optixasync.scheduler import FrameStats, SchedulerStats
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -254,6 +254,38 @@ def test_render_progressive_mesh_file(tmp_path, mesh_files):
     assert "4 frames x 2 spp = 8 spp" in result.stdout
 
 
+def _roughness(image: np.ndarray) -> float:
+    """Mean absolute difference of horizontally adjacent pixels: what noise adds and a denoiser removes."""
+    image = image.astype(np.float64)
+    return float(np.abs(np.diff(image, axis=1)).mean())
+
+
+@pytest.mark.gpu
+def test_render_denoise_still_and_progressive(tmp_path):
+    from optixasync.denoise import available_denoisers
+
+    state = available_denoisers().get("oidn-cuda", "")
+    if not state.startswith("available"):
+        pytest.skip(f"OIDN's CUDA device: {state}")
+    size = ["--width", "96", "--height", "96", "--quiet"]
+    runs = {name: run_render(size + args, tmp_path, timeout=600) for name, args in {
+        "noisy": ["--spp", "4", "--out", "noisy.png"],
+        "still": ["--spp", "4", "--denoise", "--out", "still.png"],
+        "progressive": ["--progressive", "4", "--spp-per-frame", "1", "--denoise", "--out", "progressive.png"],
+    }.items()}
+    for name, result in runs.items():
+        assert result.returncode == 0, name + ": " + result.stdout + result.stderr
+    noisy, still, progressive = (_png(tmp_path / f"{name}.png") for name in ("noisy", "still", "progressive"))
+    assert "96x96, 4 spp, denoised" in runs["still"].stdout
+    assert "4 frames x 1 spp = 4 spp, denoised" in runs["progressive"].stdout
+    for denoised in (still, progressive):
+        assert denoised.shape == (96, 96, 3)
+        assert _roughness(denoised) < 0.5 * _roughness(noisy), (_roughness(denoised), _roughness(noisy))
+        # in 8-bit sRGB the noisy image's mean sits lower (a concave curve, clipped fireflies): a loose bound
+        assert abs(denoised.mean() - noisy.mean()) < 0.25 * noisy.mean()
+    assert abs(still.mean() - progressive.mean()) < 0.05 * still.mean()  # the same 4 spp, denoised both ways
+
+
 # -- the GPU code path, driven by stand-ins (CPU) ---------------------------------------------------------------------
 
 
@@ -262,7 +294,17 @@ class _FakeFrame:
         self.index, self.stream, self.launches = index, stream, []
 
 
-class _FakeScheduler:
+class _ClosedOnExit:
+    """A stand-in used as a context manager: ``close()`` on exit, like the objects it stands in for."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _FakeScheduler(_ClosedOnExit):
     """Frames complete ``frames_in_flight - 1`` submissions late, like a GPU-bound pipeline."""
 
     instances: list[_FakeScheduler] = []
@@ -375,10 +417,11 @@ def fake_gpu(monkeypatch):
     _FakeScheduler.instances.clear()
     _FakeTracer.instances.clear()
     _FakeSpan.synchronized = []
-    # The command builds its context and tracer from the modules that define them (optixasync._context and
-    # optixasync.render._pathtracer), so the stand-ins go there; the rest it takes from the public packages.
+    # The command builds its context from the module that defines it (optixasync._context), so the stand-in
+    # goes there; the rest it takes from the public packages.
     monkeypatch.setattr("optixasync._context.Context", lambda: contextlib.nullcontext(object()))
     monkeypatch.setattr("optixasync.render._pathtracer.PathTracer", _FakeTracer)
+    monkeypatch.setattr("optixasync.render.PathTracer", _FakeTracer)
     monkeypatch.setattr(optixasync.cuda, "create_stream", lambda: "stream")
     monkeypatch.setattr(optixasync.cuda, "GpuSpan", _FakeSpan)
     monkeypatch.setattr(optixasync.cuda, "synchronize", lambda event, what="": _FakeSpan.synchronized.append(event))
@@ -469,3 +512,75 @@ def test_progressive_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
     assert tracer.resets == 0
     assert (_png(tmp_path / "p.png") == 30).all()  # the last frame's image (index 3)
     assert "4 frames x 2 spp = 8 spp" in out
+
+
+class _FakeFrameDenoiser(_ClosedOnExit):
+    """Records what the command asks of the denoiser; its frames read back what the tracer's would."""
+
+    instances: list[_FakeFrameDenoiser] = []
+
+    def __init__(self, tracer, stream, *, frames_in_flight) -> None:
+        self.tracer, self.stream, self.closed = tracer, stream, False
+        self.frames_in_flight = frames_in_flight
+        _FakeFrameDenoiser.instances.append(self)
+
+    def record(self, frame, spp=1, *, readback="image", camera=None):
+        frame.launches.append((spp, readback, camera))
+        frame.denoised = True
+        return "denoised buffer"
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def fake_denoiser(fake_gpu, monkeypatch):
+    import optixasync.denoise
+
+    _FakeFrameDenoiser.instances.clear()
+    monkeypatch.setattr(optixasync.denoise, "FrameDenoiser", _FakeFrameDenoiser)
+    monkeypatch.setattr(optixasync.denoise, "oidn_library_path", lambda: "libOpenImageDenoise.so.2")
+
+
+def test_denoised_still_is_one_denoised_frame_of_all_samples(fake_denoiser, tmp_path, capsys):
+    status = cli.main(["render", "--denoise", "--width", "8", "--height", "6", "--spp", "32",
+                       "--out", str(tmp_path / "d.png"), "--quiet"])
+    out = capsys.readouterr().out
+    assert status == 0
+    (sched,) = _FakeScheduler.instances
+    (tracer,) = _FakeTracer.instances
+    (denoiser,) = _FakeFrameDenoiser.instances
+    assert tracer.renders == []  # not the offline render: one scheduler frame, through the denoiser
+    assert [f.launches for f in sched.frames] == [[(32, "image", None)]] and sched.frames[0].denoised
+    assert denoiser.tracer is tracer and denoiser.stream == "stream" and denoiser.closed and sched.closed
+    assert denoiser.frames_in_flight == sched.n == 2
+    assert (_png(tmp_path / "d.png") == 0).all() and _png(tmp_path / "d.png").shape == (6, 8, 3)
+    assert "8x6, 32 spp, denoised, max depth 8" in out and "scheduler N=2" in out
+
+
+def test_denoised_progressive_denoises_every_frame(fake_denoiser, tmp_path, capsys):
+    status = cli.main(["render", "--denoise", "--progressive", "3", "--spp-per-frame", "2", "--width", "8",
+                       "--height", "6", "--out", str(tmp_path / "p.png"), "--quiet"])
+    out = capsys.readouterr().out
+    assert status == 0
+    (sched,) = _FakeScheduler.instances
+    assert [f.launches[0] for f in sched.frames] == [(2, None, None)] * 2 + [(2, "image", None)]
+    assert all(getattr(f, "denoised", False) for f in sched.frames)
+    assert (_png(tmp_path / "p.png") == 20).all()
+    assert "3 frames x 2 spp = 6 spp, denoised" in out
+
+
+def test_denoise_without_oidn_is_one_line_before_the_gpu(fake_gpu, monkeypatch, tmp_path, capsys):
+    import optixasync.denoise
+    from optixasync.denoise._errors import missing_pyoidn
+
+    def missing():
+        raise missing_pyoidn()
+
+    monkeypatch.setattr(optixasync.denoise, "oidn_library_path", missing)
+    status = cli.main(["render", "--denoise", "--spp", "4", "--out", str(tmp_path / "d.png"), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert err.count("\n") == 1 and "MissingExtraError" in err and "optixasync[denoise]" in err
+    assert _FakeTracer.instances == [] and _FakeScheduler.instances == []  # nothing was built on the GPU
+    assert not (tmp_path / "d.png").exists()

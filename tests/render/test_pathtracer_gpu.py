@@ -163,6 +163,23 @@ def test_same_seed_same_image_different_seed_same_mean(ctx):
         assert stderr < 0.025 * a32[..., channel].mean()  # so a 10% difference would fail
 
 
+def test_emitters_given_as_device_arrays_render_as_host_ones(ctx):
+    """An emissive mesh with device indices only, or device vertices only: the same bits as the host scene."""
+    import dataclasses
+
+    import cupy
+
+    scene = cornell_box()
+    k = scene.find("light")
+    light = scene.meshes[k]
+    expected = render(ctx, scene, width=32, height=32, spp=8, seed=3)
+    for device_part in ("indices", "vertices"):
+        meshes = list(scene.meshes)
+        meshes[k] = dataclasses.replace(light, **{device_part: cupy.asarray(getattr(light, device_part))})
+        image = render(ctx, dataclasses.replace(scene, meshes=meshes), width=32, height=32, spp=8, seed=3)
+        np.testing.assert_array_equal(image, expected, err_msg=f"emitter with device {device_part}")
+
+
 # --- depth convention and direct lighting ---------------------------------------------------------------------------
 
 

@@ -251,6 +251,21 @@ def test_cornell_emitter_table():
     np.testing.assert_allclose(alias_probabilities(e["alias_q"], e["alias"]), [0.5, 0.5], atol=1e-7)
 
 
+def test_emitter_table_reads_the_given_host_copies():
+    """A mesh whose arrays live on the device: the table is built from host copies of both arrays."""
+    scene = cornell_box()
+    light = scene.meshes[7]
+    flipped = light.indices[:, ::-1].copy()  # other triangles than the mesh's own: the copies must be the ones read
+    vertices = [None] * len(scene.meshes)
+    indices = [None] * len(scene.meshes)
+    vertices[7], indices[7] = light.vertices + np.float32(1.0), flipped
+    table = build_emitter_table(scene.meshes, vertices, indices)
+    own = build_emitter_table(scene.meshes)
+    np.testing.assert_allclose(table.entries["p0"], light.vertices[flipped[:, 0]] + 1.0, atol=1e-6)
+    assert not np.allclose(table.entries["p0"], own.entries["p0"])
+    assert table.total_area == pytest.approx(own.total_area)
+
+
 def test_emitter_table_of_several_meshes():
     lamp = rectangle(np.diag([0.5, 0.5, 1.0, 1.0]), Material(emission=(2, 2, 2)), "lamp")  # area 1
     ball = sphere((0, 3, 0), 0.5, Material(emission=(0, 1, 0)), subdivisions=1, name="ball")

@@ -1,21 +1,32 @@
-"""The delivery rule and the bounded result queue, on the CPU with fake fences.
+"""The delivery rule, the bounded result queue and failure handling, on the CPU with fake fences.
 
 The retirement logic (:class:`optixasync.scheduler._completion.Completion`) has no public door that
 runs without a GPU, so these tests drive it directly with frames whose fences are plain objects; the
-GPU tests (``test_delivery_gpu.py``) check the same rule through ``FrameScheduler``.
+GPU tests (``test_delivery_gpu.py``) check the same rule through ``FrameScheduler``. Where a test needs
+``FrameScheduler``'s own methods (``begin_frame``, ``submit``, ``poll``, ``close``), it runs them on a
+scheduler assembled without ``__init__`` (which needs a CUDA stream) around such a ``Completion``.
 """
 
 from __future__ import annotations
 
 import gc
 import threading
+import time
 import weakref
 
 import numpy as np
 import pytest
 
 from optixasync.errors import FrameAbortedError
-from optixasync.scheduler import FrameHandle, FrameResult, FrameRing, FrameStats, SchedulerOptions, SchedulerStats
+from optixasync.scheduler import (
+    FrameHandle,
+    FrameResult,
+    FrameRing,
+    FrameScheduler,
+    FrameStats,
+    SchedulerOptions,
+    SchedulerStats,
+)
 from optixasync.scheduler._completion import Completion  # pure retirement logic: no public CPU door
 from optixasync.scheduler._results import ResultQueue  # the poll queue's bound and policy
 
@@ -33,11 +44,8 @@ class FakeScheduler:
 
     def __init__(self) -> None:
         self.completion: Completion | None = None
-        self._threaded = False
 
     def _claim(self, handle: FrameHandle) -> None:
-        from optixasync.scheduler import FrameScheduler
-
         FrameScheduler._claim(self, handle)  # the scheduler's own rule, with this stand-in's lock and queue
 
     @property
@@ -48,8 +56,12 @@ class FakeScheduler:
     def _completion(self):
         return self.completion
 
+    @property
+    def _threaded(self) -> bool:
+        return self.completion.threaded
+
     def _wait_for(self, handle: FrameHandle, deadline: float | None) -> bool:
-        return self.completion.retire_through(handle.index, deadline) and handle._done.wait(0)
+        return FrameScheduler._wait_for(self, handle, deadline)
 
 
 class FakeFrame:
@@ -63,23 +75,25 @@ class FakeFrame:
         self.error = error
 
 
-def make(keep_results=True, max_queued_results=4, on_full="drop_oldest", window=8):
-    options = SchedulerOptions(timing=False, completion_thread=False, keep_results=keep_results,
+def make(keep_results=True, max_queued_results=4, on_full="drop_oldest", window=8, thread=False, slots=2):
+    options = SchedulerOptions(timing=False, completion_thread=thread, keep_results=keep_results,
                                max_queued_results=max_queued_results, on_full=on_full, stats_window=window)
     scheduler = FakeScheduler()
-    ring: FrameRing = FrameRing(2)
+    ring: FrameRing = FrameRing(slots)
     stats = SchedulerStats(options.stats_window)
     completion = Completion(ring, threading.RLock(), options, stats, stream=None)
     scheduler.completion = completion
     return scheduler, ring, completion, stats
 
 
-def submit(ring: FrameRing, frame: FakeFrame, done: bool = True) -> None:
+def submit(ring: FrameRing, frame: FakeFrame, done: bool = True, fence=None) -> None:
+    """What FrameScheduler.submit does to the ring and the handle (callers of a threaded Completion hold its lock)."""
     index, _slot, blocker = ring.begin()
     assert index == frame.index
     if blocker is not None:
         blocker.fence.synchronize()
-    ring.submit(FakeFence(done), frame)
+    ring.submit(FakeFence(done) if fence is None else fence, frame)
+    frame.handle._submitted = True
 
 
 def run(scheduler, ring, completion, count, **frame_args):
@@ -228,22 +242,346 @@ def test_aborted_frames_deliver_no_result():
 
 def test_result_timeout_waits_once(monkeypatch):
     """Without the completion thread, result(timeout) on a frame that never completes waits ``timeout``, once."""
-    import time
-
-    from optixasync.scheduler import FrameScheduler
-
     scheduler, ring, completion, _ = make()
     frame = FakeFrame(0, scheduler)
     submit(ring, frame, done=False)
     handle = frame.handle
 
-    class Unthreaded:  # what FrameScheduler._wait_for reads of its scheduler
-        _threaded = False
-        _completion = completion
-
-    scheduler._wait_for = lambda h, deadline: FrameScheduler._wait_for(Unthreaded, h, deadline)
     start = time.perf_counter()
     with pytest.raises(TimeoutError):
         handle.result(timeout=0.2)
     elapsed = time.perf_counter() - start
     assert 0.19 <= elapsed < 0.35, elapsed
+
+
+def test_a_polled_result_is_the_object_its_handle_gives():
+    """The delivery rule: poll() returns a result once; its handle gives the same object, released for both."""
+    scheduler, ring, completion, _ = make()
+    frames = run(scheduler, ring, completion, 2, readbacks={"x": np.zeros(2)})
+    polled = completion.results.take_all()
+    assert [r.index for r in polled] == [0, 1] and completion.results.take_all() == []
+    assert frames[0].handle.result() is polled[0]
+    polled[0].release()
+    with pytest.raises(RuntimeError, match="released"):
+        frames[0].handle.result()["x"]
+
+
+# -- failures: no handle is left pending ---------------------------------------------------------------------------
+
+class Interrupt(BaseException):
+    """Stands for KeyboardInterrupt or SystemExit raised by a callback."""
+
+
+class BlockingFence:
+    """A fence whose wait blocks until released, then passes or raises (a device error)."""
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.release = threading.Event()
+        self.error = error
+        self.passed = False
+
+    @property
+    def done(self) -> bool:
+        return self.passed
+
+    def synchronize(self) -> None:
+        assert self.release.wait(10), "the test never released the fence"
+        if self.error is not None:
+            raise self.error
+        self.passed = True
+
+
+def in_thread(fn, timeout: float = 5.0):
+    """Start ``fn`` in a daemon thread; returns the thread and ``outcome()``: what ``fn`` returned or raised.
+
+    ``outcome()`` waits up to ``timeout`` seconds and fails the test if ``fn`` is still running (it would hang).
+    """
+    out: list = []
+
+    def target():
+        try:
+            out.append(fn())
+        except BaseException as exc:  # the outcome under test
+            out.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+
+    def outcome():
+        thread.join(timeout)
+        if not out:
+            pytest.fail("still waiting after the frame could no longer complete: it would hang")
+        return out[0]
+
+    return thread, outcome
+
+
+def submit_threaded(completion, ring, frame, fence) -> None:
+    with completion._lock:
+        submit(ring, frame, fence=fence)
+        completion.notify()
+
+
+def test_a_device_error_in_the_completion_thread_aborts_the_waiting_handles(caplog):
+    scheduler, ring, completion, _ = make(thread=True)
+    device_lost = RuntimeError("device lost")
+    fence = BlockingFence(error=device_lost)
+    frames = [FakeFrame(0, scheduler), FakeFrame(1, scheduler)]
+    submit_threaded(completion, ring, frames[0], fence)
+    submit_threaded(completion, ring, frames[1], FakeFence(False))
+    waiting = [in_thread(f.handle.result) for f in frames]  # result() without timeout, already waiting
+    fence.release.set()
+    for _thread, outcome in waiting:
+        error = outcome()
+        assert isinstance(error, FrameAbortedError) and error.__cause__ is device_lost
+    assert not completion.threaded  # later frames retire inline
+    assert "completion thread stops" in caplog.text
+    completion.stop()
+
+
+def test_await_on_a_frame_aborted_by_the_completion_thread_is_chained_to_the_cause():
+    import asyncio
+
+    scheduler, ring, completion, _ = make(thread=True)
+    device_lost = RuntimeError("device lost")
+    fence = BlockingFence(error=device_lost)
+    frame = FakeFrame(0, scheduler)
+    submit_threaded(completion, ring, frame, fence)
+
+    async def main():
+        waiter = asyncio.ensure_future(asyncio.wait_for(_await(frame.handle), 5))
+        await asyncio.sleep(0.05)  # the await is registered before the thread stops
+        fence.release.set()
+        return await waiter
+
+    with pytest.raises(FrameAbortedError, match="device lost") as info:
+        asyncio.run(main())
+    assert info.value.__cause__ is device_lost
+    completion.stop()
+
+
+async def _await(handle):
+    return await handle
+
+
+def test_await_on_an_aborted_frame_chains_its_error():
+    import asyncio
+
+    scheduler, ring, completion, _ = make(thread=True)
+    boom = ValueError("boom")
+    frame = FakeFrame(0, scheduler, error=boom)
+    submit_threaded(completion, ring, frame, FakeFence(True))
+    with pytest.raises(FrameAbortedError, match="boom") as info:
+        asyncio.run(asyncio.wait_for(_await(frame.handle), 5))
+    assert info.value.__cause__ is boom
+    completion.stop()
+
+
+def test_a_callback_base_exception_in_the_completion_thread_loses_no_frame(caplog):
+    scheduler, ring, completion, _ = make(thread=True, slots=4)
+    frames = [FakeFrame(k, scheduler) for k in range(3)]
+    seen = []
+
+    def interrupt(_handle):
+        raise Interrupt()
+
+    frames[0].handle.add_done_callback(interrupt)
+    frames[1].handle.add_done_callback(lambda h: seen.append(h.index))
+    with completion._lock:  # one batch: frames 0 and 1 have passed, frame 2 never will
+        for frame, done in zip(frames, (True, True, False), strict=True):
+            submit(ring, frame, done=done)
+        completion.notify()
+    with pytest.raises(FrameAbortedError) as info:
+        frames[2].handle.result(timeout=5)
+    assert isinstance(info.value.__cause__, Interrupt)
+    assert seen == [1]  # the callback after the raising one still ran
+    assert frames[1].handle.result().index == 1
+    completion.stop()
+
+
+def test_a_failing_retirement_finishes_the_rest_of_its_batch():
+    scheduler, ring, completion, _ = make(slots=4)
+    frames = [FakeFrame(k, scheduler) for k in range(3)]
+    for frame in frames:
+        submit(ring, frame)
+    frames[1].holds = None  # retiring frame 1 raises
+    seen = []
+    frames[0].handle.add_done_callback(lambda h: seen.append(h.index))
+    frames[2].handle.add_done_callback(lambda h: seen.append(h.index))
+    with pytest.raises(AttributeError):
+        completion.retire_completed()
+    assert seen == [0, 2]  # the callbacks of the whole batch ran
+    assert frames[0].handle.result().index == 0
+    for frame in frames[1:]:
+        assert frame.handle.done()
+        with pytest.raises(FrameAbortedError) as info:
+            frame.handle.result()
+        assert isinstance(info.value.__cause__, AttributeError)
+    assert len(ring) == 0
+
+
+def test_result_of_a_frame_not_yet_submitted_raises():
+    import asyncio
+
+    scheduler, ring, completion, _ = make(thread=True)
+    frame = FakeFrame(0, scheduler)
+    with pytest.raises(RuntimeError, match="not been submitted"):
+        frame.handle.result(timeout=0.2)
+    _thread, outcome = in_thread(frame.handle.result)
+    assert isinstance(outcome(), RuntimeError)
+    with pytest.raises(RuntimeError, match="not been submitted"):
+        asyncio.run(asyncio.wait_for(_await(frame.handle), 1))
+    assert not frame.handle.claimed  # asking too early claims nothing
+    submit_threaded(completion, ring, frame, FakeFence(True))
+    assert frame.handle.result(timeout=5).index == 0
+    completion.stop()
+
+
+def test_retire_through_waits_without_holding_the_lock():
+    scheduler, ring, completion, _ = make()
+    fence = BlockingFence()
+    frame = FakeFrame(0, scheduler)
+    submit(ring, frame, fence=fence)
+    waiter, outcome = in_thread(frame.handle.result)
+    time.sleep(0.05)  # the waiter is in the fence wait
+    acquired = completion._lock.acquire(timeout=2)
+    if acquired:
+        completion._lock.release()
+    fence.release.set()
+    assert acquired, "the wait held the scheduler's lock"
+    assert outcome().index == 0
+
+
+def test_retirement_folds_the_stats_outside_the_lock():
+    scheduler, ring, completion, stats = make(window=2, slots=4)
+    folds = []
+    fold = stats.fold
+    stats.fold = lambda: (folds.append(completion._lock._is_owned()), fold())
+    run(scheduler, ring, completion, 9)
+    assert folds and not any(folds)
+    assert len(stats._frames) < 2 * stats.window and stats.totals["submit_ms"].count == 9
+
+
+# -- FrameScheduler's own methods, on a scheduler assembled around a CPU Completion ----------------------------------
+
+class StubSlot:
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.params_view = None
+        self.released = False
+
+    def release(self) -> None:
+        self.released = True
+
+
+def cpu_scheduler(slots: int = 4, thread: bool = False, fences=None) -> FrameScheduler:
+    """A FrameScheduler without a GPU: fake fences (from ``fences``, else passed ones), no timing, stub slots."""
+    _fake, ring, completion, stats = make(thread=thread, slots=slots)
+    fences = iter(fences or ())
+    completion.fence = lambda frame: next(fences, None) or FakeFence(True)
+    sched = object.__new__(FrameScheduler)
+    sched.options, sched.stats, sched.stream, sched.params_dtype = completion._options, stats, None, None
+    sched.frames_in_flight, sched._ring, sched._lock, sched._completion = slots, ring, completion._lock, completion
+    sched._slots = [StubSlot(i) for i in range(slots)]
+    sched._current, sched._closed = None, False
+    return sched
+
+
+def test_close_ends_the_frame_being_recorded():
+    sched = cpu_scheduler()
+    with sched.frame():
+        pass
+    frame = sched.begin_frame()
+    slots = sched._slots
+    sched.close()
+    assert frame.handle.done()
+    with pytest.raises(FrameAbortedError, match="closed before frame 1 was submitted"):
+        frame.handle.result(timeout=1)
+    for work in (lambda: frame.buffer("x", 4, "f4"), lambda: frame.upload(np.zeros(4)), lambda: frame.hold(1)):
+        with pytest.raises(RuntimeError, match="closed"):
+            work()
+    assert sched.closed and all(slot.released for slot in slots)
+
+
+def test_submit_marks_the_handle_and_result_before_it_raises():
+    sched = cpu_scheduler()
+    frame = sched.begin_frame()
+    _thread, outcome = in_thread(frame.handle.result)  # no timeout: it must not wait for a frame never submitted
+    assert isinstance(outcome(), RuntimeError) and "not been submitted" in str(outcome())
+    sched.submit(frame)
+    assert frame.handle.result(timeout=1).index == 0
+    sched.close()
+
+
+def test_poll_loses_no_result_when_a_callback_raises_a_base_exception():
+    sched = cpu_scheduler()
+    seen = []
+
+    def interrupt(_handle):
+        raise Interrupt()
+
+    for k in range(3):
+        with sched.frame() as f:
+            pass
+        if k == 0:
+            f.handle.add_done_callback(interrupt)
+        elif k == 1:
+            f.handle.add_done_callback(lambda h: seen.append(h.index))
+    with pytest.raises(Interrupt):
+        sched.poll()
+    assert seen == [1]  # the later callback still ran
+    assert [r.index for r in sched.poll()] == [2]  # the queued result was kept for the next poll
+    sched.close()
+
+
+def test_begin_frame_recovers_from_a_raising_retirement():
+    sched = cpu_scheduler(slots=1, fences=[FakeFence(False)])
+
+    def interrupt(_handle):
+        raise Interrupt()
+
+    with sched.frame() as f:
+        pass
+    f.handle.add_done_callback(interrupt)
+    with pytest.raises(Interrupt):
+        sched.begin_frame()  # waits for frame 0, retires it, its callback raises
+    assert sched.begin_frame().index == 1  # no frame was left half-begun
+    sched.close()
+
+
+def test_close_tears_down_when_draining_raises():
+    device_lost = RuntimeError("device lost")
+    fence = BlockingFence(error=device_lost)
+    fence.release.set()
+    sched = cpu_scheduler(fences=[fence])
+    with sched.frame() as f:
+        pass
+    with pytest.raises(RuntimeError, match="device lost"):
+        sched.close()
+    assert sched.closed
+    assert not f.handle.done() and len(sched._ring) == 1  # still in flight: its slots are not released
+    assert not any(slot.released for slot in sched._slots)
+    with pytest.raises(RuntimeError, match="closed"):
+        sched.begin_frame()
+
+
+def test_close_from_a_callback_on_the_completion_thread():
+    sched = cpu_scheduler(thread=True)
+    closed = threading.Event()
+    errors = []
+
+    def close(handle):
+        try:
+            sched.close()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            closed.set()
+
+    with sched.frame() as f:
+        pass
+    f.handle.add_done_callback(close)
+    assert closed.wait(5)
+    assert errors == [] and sched.closed and sched._slots == []
+    sched._completion._thread.join(5)
+    assert not sched._completion._thread.is_alive()

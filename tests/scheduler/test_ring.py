@@ -120,3 +120,19 @@ def test_stats_summary_and_json(tmp_path):
 
     data = json.loads(path.read_text())
     assert len(data["frames"]) == 10 and data["summary"]["frames"] == 10
+
+
+def test_pop_through_removes_nothing_when_a_wait_raises():
+    class DeviceLost(FakeFence):
+        def synchronize(self) -> None:
+            raise RuntimeError("device lost")
+
+    ring = FrameRing(4)
+    submit(ring)
+    ring.begin()
+    ring.submit(DeviceLost(), 1)
+    submit(ring)
+    with pytest.raises(RuntimeError, match="device lost"):
+        ring.pop_through(2)
+    assert len(ring) == 3 and ring.oldest().index == 0  # frame 0 is not lost: a later retirement finds it
+    assert not ring.find(0).retired

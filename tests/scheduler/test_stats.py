@@ -44,7 +44,7 @@ def test_summary_says_what_it_covers():
     for k in range(120):
         stats.add(frame(k))
     s = stats.summary(skip=10)
-    assert s["frames"] == 40 and s["covers"] == {"first": 80, "last": 119, "frames_total": 120}
+    assert s["frames"] == 40 and s["covers"] == {"first": 80, "last": 119, "kept": 40, "frames_total": 120}
     assert s["gpu_ms"]["median"] == pytest.approx(2.0)
     assert s["whole_run"]["gpu_ms"]["n"] == 120 and s["whole_run"]["gpu_ms"]["mean"] == pytest.approx(2.0)
     assert s["dropped_results"] == 0
@@ -78,3 +78,59 @@ def test_to_json_holds_the_window_and_its_coverage(tmp_path):
 def test_scheduler_options_reject(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SchedulerOptions(**kwargs)
+
+
+def test_reading_while_frames_are_added_is_safe_and_consistent():
+    """summary(), totals, waits_total and to_json() while another thread adds (and folds) frames."""
+    import sys
+    import threading
+
+    stats = SchedulerStats(window=16)
+    stop = threading.Event()
+
+    def add():
+        k = 0
+        while not stop.is_set():
+            stats.add(frame(k, waited=True))
+            k += 1
+
+    errors: list[BaseException] = []
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)  # switch threads as often as possible
+    adder = threading.Thread(target=add, daemon=True)
+    adder.start()
+    try:
+        for _ in range(100):
+            try:
+                s = stats.summary()
+                # one copy of the statistics: the totals count exactly the frames retired so far
+                assert s["whole_run"]["submit_ms"]["n"] == s["covers"]["frames_total"] == s["whole_run"]["waits"]
+                assert stats.totals["gap_us"].count <= stats.frames_total
+                assert stats.waits_total <= stats.frames_total
+                assert json.loads(stats.to_json())["covers"]["kept"] <= 16
+            except (ValueError, AssertionError, RuntimeError) as exc:
+                errors.append(exc)
+    finally:
+        stop.set()
+        adder.join()
+        sys.setswitchinterval(previous)
+    assert errors == [], f"{len(errors)} failures, e.g. {sorted({repr(e) for e in errors})[:3]}"
+
+
+def test_add_without_fold_leaves_the_fold_to_fold():
+    stats = SchedulerStats(window=4)
+    for k in range(10):
+        stats.add(frame(k), fold=False)
+    assert len(stats._frames) == 10 and stats.totals["submit_ms"].count == 10
+    stats.fold()
+    assert [f.index for f in stats._frames] == [6, 7, 8, 9] and stats.frames_total == 10
+    assert stats.totals["submit_ms"].count == 10 and stats.covers()["first"] == 6
+
+
+def test_to_json_covers_the_frames_it_writes():
+    stats = SchedulerStats(window=3)
+    for k in range(5):
+        stats.add(frame(k))
+    data = json.loads(stats.to_json(skip=1))
+    assert data["covers"] == {"first": 2, "last": 4, "kept": 3, "frames_total": 5}
+    assert data["summary"]["covers"] == {"first": 3, "last": 4, "kept": 2, "frames_total": 5}

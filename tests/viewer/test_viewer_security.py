@@ -76,6 +76,7 @@ def test_a_websocket_from_another_origin_is_refused(viewer, run_async):
 
 def test_loopback_detection_and_the_warning():
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.0.0.2")
+    assert is_loopback("0:0:0:0:0:0:0:1") and is_loopback("[::1]")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.com")
     assert host_warning("127.0.0.1") is None
     assert "warning" in host_warning("0.0.0.0") and "0.0.0.0" in host_warning("0.0.0.0")
@@ -85,3 +86,33 @@ def test_the_default_bind_address_is_loopback_and_logs_no_warning(caplog):
     with caplog.at_level(logging.WARNING, logger="optixasync.viewer"), Viewer(port=0) as viewer:
         assert [host for host, _ in viewer.addresses] == ["127.0.0.1"]
     assert not [r for r in caplog.records if "warning: serving" in r.getMessage()]
+
+
+def test_every_loopback_spelling_keeps_the_host_check():
+    """The bind warning and the Host check use one test: an address that gets no warning gets the check."""
+    from optixasync.viewer._http import guard_middleware
+
+    async def handler(request):
+        return aiohttp.web.Response(text="ok")
+
+    class Request:
+        method = "GET"
+
+        def __init__(self, host):
+            self.url = type("Url", (), {"host": host})()
+
+    async def status(bind, host):
+        return (await guard_middleware(bind)(Request(host), handler)).status
+
+    for bind in ("127.0.0.1", "::1", "0:0:0:0:0:0:0:1", "localhost", "127.0.0.2"):
+        assert host_warning(bind) is None
+        assert asyncio.run(status(bind, "evil.example")) == 403, bind
+        assert asyncio.run(status(bind, None)) == 403, bind
+        for own in ("127.0.0.1", "localhost", "::1"):
+            assert asyncio.run(status(bind, own)) == 200, (bind, own)
+    assert asyncio.run(status("0.0.0.0", "evil.example")) == 200  # a public bind: warned about, not host-checked
+
+
+def test_the_url_of_a_wildcard_bind_uses_its_own_family():
+    assert Viewer(host="0.0.0.0", port=0).url.startswith("http://127.0.0.1:")
+    assert Viewer(host="::", port=0).url.startswith("http://[::1]:")

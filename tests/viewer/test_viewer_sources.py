@@ -177,3 +177,25 @@ def test_publish_checks_the_image_and_never_waits_without_a_server():
         times.append(time.perf_counter() - start)
     assert viewer.stats()["published"] == 2000 and viewer.stats()["dropped"] == 1999
     assert float(np.median(times)) < 1e-4  # microseconds: no copy, no encode, no wait
+
+
+def test_numpy_numbers_in_frame_meta_become_json_numbers():
+    import json
+
+    meta = FrameMeta(np.int64(4), 1, np.int32(16), fps=np.float32(59.5), frames_in_flight=np.int64(2),
+                     gpu_busy=np.float64("nan"), submit_ms=np.float32(0.25), extra={"render_ms": np.float32(1.5)})
+    stats = meta.stats()
+    assert stats == {"fps": 59.5, "frames_in_flight": 2, "gpu_busy": None, "submit_ms": 0.25, "denoise": False,
+                     "render_ms": 1.5}
+    assert all(type(v) in (int, float, bool, type(None)) for v in stats.values())
+    json.dumps(stats)  # what the encoder thread does with every frame
+
+
+def test_publish_refuses_meta_without_its_ids():
+    viewer = Viewer()
+    image = np.zeros((4, 4, 3), np.uint8)
+    with pytest.raises(ValueError, match="frame_id"):
+        viewer.publish(image, {"camera_id": 1, "samples": 1})
+    with pytest.raises(TypeError, match="meta"):
+        viewer.publish(image, 7)
+    assert viewer.stats()["published"] == 0

@@ -36,6 +36,14 @@ def test_settings_are_clamped():
     assert state.update_settings(spp=3.6).settings.spp == 4
 
 
+def test_starting_settings_are_clamped_field_by_field():
+    import numpy as np
+
+    s = ViewerState(settings=Settings(width=1, height=100000, spp=100000, max_depth=np.int64(3))).snapshot().settings
+    assert s.width == LIMITS["width"][0] and s.height <= LIMITS["height"][1] and s.spp == LIMITS["spp"][1]
+    assert s.max_depth == 3 and type(s.max_depth) is int
+
+
 @pytest.mark.parametrize("changes", [{"spp": float("nan")}, {"spp": "4"}, {"denoise": 1}, {"colour": 1}, {"spp": True}])
 def test_bad_settings_change_nothing(changes):
     state = ViewerState()

@@ -10,6 +10,13 @@ Three modes:
   any other scene) through the scheduler with ``--frames-in-flight`` slots,
   one numbered PNG per frame, encoded on worker threads.
 
+``--denoise`` denoises with :class:`~optixasync.denoise.FrameDenoiser` (Open
+Image Denoise on the frame stream, guided by the first hit's albedo and
+normal): every frame of the two frame modes, and a still rendered as one
+scheduler frame of ``--spp`` samples (PNG: the tonemapped denoised image;
+EXR: the linear one). The command drives the tracer and the denoiser, so it
+sits above both layers, at the top of the package.
+
 Every argument is checked, and a mesh file read, before the GPU is touched:
 bad input gives one line on stderr and exit status 2. This module imports
 nothing heavy at import time (no CuPy), so ``--help`` works anywhere.
@@ -25,11 +32,16 @@ Blocking calls
   ``ImageWriter.submit``, only when 16 images are still being encoded
   (it bounds the memory a fast GPU could pile up); the final ``drain`` and
   the writer's ``close`` (the last frames and files).
+* ``--denoise``: loading OIDN's library (before any GPU work, so that a
+  missing extra is one line), creating its CUDA device, and the first frame
+  of each slot, which commits that slot's filter (set-up, listed in
+  :mod:`optixasync.denoise`); closing the denoiser waits for its work.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import sys
@@ -62,6 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     image.add_argument("--samples-per-launch", type=int, default=0, metavar="N",
                        help="samples per optixLaunch of a still (default 0: the tracer decides)")
     image.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+    image.add_argument("--denoise", action="store_true",
+                       help="denoise with Open Image Denoise on the GPU, guided by the first hit's albedo and normal "
+                            "(needs optixasync[denoise]); a still is then one launch of --spp samples, and "
+                            "progressive and animation frames are each denoised on the frame stream")
     image.add_argument("--out", default=None, metavar="FILE",
                        help="output file, .png or .exr by suffix (default: SCENE.png); with --frames the "
                             "base name of the numbered PNGs (default out.png -> out_0000.png, ...)")
@@ -120,6 +136,7 @@ class RenderPlan:
     spp_per_frame: int
     dt: float
     quiet: bool = False
+    denoise: bool = False
 
 
 def plan_from_args(args: argparse.Namespace) -> RenderPlan:
@@ -130,9 +147,8 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
     ValueError
         With a one-line message naming the bad argument.
     """
+    from optixasync.render import check_image_path
     from optixasync.scene import MESH_SUFFIXES, check_mesh_path
-
-    from ._output import check_image_path
 
     def positive(name: str, value: int | None) -> None:
         if value is not None and value < 1:
@@ -172,7 +188,7 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
         scene=scene, mesh_path=mesh_path, mode=mode, out=out, count=int(count or 0), width=args.width,
         height=args.height, spp=args.spp, max_depth=args.max_depth, samples_per_launch=args.samples_per_launch,
         seed=args.seed, cells=args.cells, frames_in_flight=args.frames_in_flight, spp_per_frame=args.spp_per_frame,
-        dt=float(args.dt), quiet=bool(getattr(args, "quiet", False)),
+        dt=float(args.dt), quiet=bool(getattr(args, "quiet", False)), denoise=bool(getattr(args, "denoise", False)),
     )
 
 
@@ -226,10 +242,14 @@ def _build_scene(plan: RenderPlan) -> tuple[Any, Any]:
 
 
 def _run_gpu(plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:
-    from .._context import Context
+    from ._context import Context
 
+    if plan.denoise:
+        from optixasync.denoise import oidn_library_path
+
+        oidn_library_path()  # the denoise extra is installed: checked before any GPU work
     with Context() as ctx:
-        if plan.mode == "still":
+        if plan.mode == "still" and not plan.denoise:
             return _render_still(ctx, plan, options, scene)
         return _render_frames(ctx, plan, options, scene, cloth)
 
@@ -242,9 +262,7 @@ def _progress_bar(total: int, unit: str, quiet: bool) -> Any:
 
 def _render_still(ctx: Any, plan: RenderPlan, options: Any, scene: Any) -> int:
     from optixasync.cuda import GpuSpan, create_stream, synchronize
-
-    from ._output import write_image
-    from ._pathtracer import PathTracer
+    from optixasync.render import PathTracer, write_image
 
     stream = create_stream()
     launches = 0
@@ -284,20 +302,26 @@ def swing_camera(camera: Any, angle_degrees: float) -> Any:
 
 
 def _render_frames(ctx: Any, plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:
+    """The scheduler's modes: an animation, a progressive still, or a denoised still (one frame of ``--spp``)."""
     from optixasync.cuda import create_stream
+    from optixasync.render import ImageWriter, PathTracer, numbered_path
     from optixasync.scheduler import FrameScheduler
 
-    from ._output import ImageWriter, numbered_path
-    from ._pathtracer import PathTracer
-
     animation = plan.mode == "frames"
+    count = plan.count if plan.mode != "still" else 1
+    spp = plan.spp if plan.mode == "still" else plan.spp_per_frame
+    linear_out = plan.out.suffix.lower() == ".exr"  # a denoised still to EXR: the linear denoised image
     # One stream for the tracer's set-up (builds, uploads) and the frames, so every frame is ordered after it.
     stream = create_stream()
     written = 0
     final = None
-    with PathTracer(ctx, scene, options, stream=stream) as tracer, \
-            ImageWriter() as writer, _progress_bar(plan.count, "frame", plan.quiet) as bar:
-        sched = FrameScheduler(ctx, plan.frames_in_flight, params_dtype=tracer.params_dtype, stream=stream)
+    with contextlib.ExitStack() as stack:
+        tracer = stack.enter_context(PathTracer(ctx, scene, options, stream=stream))
+        writer = stack.enter_context(ImageWriter())
+        sched = stack.enter_context(FrameScheduler(ctx, plan.frames_in_flight, params_dtype=tracer.params_dtype,
+                                                   stream=stream))
+        record = _frame_recorder(stack, plan, tracer, sched.stream)  # the denoiser closes before the scheduler
+        bar = stack.enter_context(_progress_bar(count, "frame", plan.quiet))
 
         def consume(results: list[Any]) -> None:
             nonlocal written, final
@@ -305,42 +329,66 @@ def _render_frames(ctx: Any, plan: RenderPlan, options: Any, scene: Any, cloth: 
                 if animation:
                     writer.submit(numbered_path(plan.out, result.index), result["image"][..., :3])
                     written += 1
-                elif "image" in result.readbacks:
-                    final = result["image"]
+                elif result.readbacks:
+                    final = result["denoised" if linear_out else "image"]
                 bar.update(1)
 
-        try:
-            for k in range(plan.count):
-                last = k == plan.count - 1
-                with sched.frame() as f:
-                    camera = None
-                    if animation:
-                        if cloth is not None:
-                            cloth.update(tracer, k * plan.dt, f)  # the frame as the stream: timed with it
-                        else:  # a still scene: swing the camera +-15 degrees over the animation
-                            camera = swing_camera(scene.camera, 15.0 * math.sin(2 * math.pi * k / plan.count))
-                        tracer.reset()  # each animation frame is its own image
-                    readback = "image" if animation or last else None
-                    tracer.record(f, plan.spp_per_frame, readback=readback, camera=camera)
-                consume(sched.poll())
-            consume(sched.drain())
-        finally:
-            sched.close()
-        summary = sched.stats.summary(skip=min(plan.frames_in_flight, max(0, plan.count - 2)))
-    if animation:
-        first, last_file = numbered_path(plan.out, 0), numbered_path(plan.out, plan.count - 1)
-        print(f"wrote {written} frames {first} ... {last_file}: {plan.width}x{plan.height}, "
-              f"{plan.spp_per_frame} spp/frame, max depth {plan.max_depth}")
-    else:
-        from ._output import write_image
-
-        if final is None:
-            return _error("the last frame delivered no image", 1)
-        write_image(plan.out, final[..., :3])
-        print(f"{plan.out}: {plan.width}x{plan.height}, {plan.count} frames x {plan.spp_per_frame} spp = "
-              f"{plan.count * plan.spp_per_frame} spp, max depth {plan.max_depth}")
+        for k in range(count):
+            with sched.frame() as f:
+                camera = None
+                if animation:
+                    if cloth is not None:
+                        cloth.update(tracer, k * plan.dt, f)  # the frame as the stream: timed with it
+                    else:  # a still scene: swing the camera +-15 degrees over the animation
+                        camera = swing_camera(scene.camera, 15.0 * math.sin(2 * math.pi * k / count))
+                    tracer.reset()  # each animation frame is its own image
+                record(f, spp, animation or k == count - 1, camera, linear_out)
+            consume(sched.poll())
+        consume(sched.drain())
+        summary = sched.stats.summary(skip=min(plan.frames_in_flight, max(0, count - 2)))
+    _report_frames(plan, count, spp, written, final)
+    if final is None and not animation:
+        return _error("the last frame delivered no image", 1)
     print(format_stats(summary, plan.frames_in_flight))
     return 0
+
+
+def _frame_recorder(stack: contextlib.ExitStack, plan: RenderPlan, tracer: Any, stream: Any) -> Any:
+    """``record(frame, spp, read_back, camera, linear)``: the tracer's launch, denoised with ``--denoise``.
+
+    A read-back frame reads its ``image`` (sRGB ``uint8``); with ``linear``, a denoised frame reads its
+    linear ``denoised`` image instead.
+    """
+    if not plan.denoise:
+        def record(frame: Any, spp: int, read_back: bool, camera: Any, linear: bool) -> None:
+            tracer.record(frame, spp, readback="image" if read_back else None, camera=camera)
+        return record
+
+    from optixasync.denoise import FrameDenoiser
+
+    denoiser = stack.enter_context(FrameDenoiser(tracer, stream, frames_in_flight=plan.frames_in_flight))
+
+    def record_denoised(frame: Any, spp: int, read_back: bool, camera: Any, linear: bool) -> None:
+        denoised = denoiser.record(frame, spp, readback="image" if read_back and not linear else None, camera=camera)
+        if read_back and linear:
+            frame.readback(denoised, "denoised")
+    return record_denoised
+
+
+def _report_frames(plan: RenderPlan, count: int, spp: int, written: int, final: Any) -> None:
+    """Write the still of the progressive and denoised modes; print what was written."""
+    from optixasync.render import numbered_path, write_image
+
+    denoised = ", denoised" if plan.denoise else ""
+    if plan.mode == "frames":
+        first, last_file = numbered_path(plan.out, 0), numbered_path(plan.out, count - 1)
+        print(f"wrote {written} frames {first} ... {last_file}: {plan.width}x{plan.height}, "
+              f"{spp} spp/frame{denoised}, max depth {plan.max_depth}")
+    elif final is not None:
+        write_image(plan.out, final[..., :3])
+        frames = f"{count} frames x {spp} spp = " if plan.mode == "progressive" else ""
+        print(f"{plan.out}: {plan.width}x{plan.height}, {frames}{count * spp} spp{denoised}, "
+              f"max depth {plan.max_depth}")
 
 
 def format_stats(summary: dict[str, Any], frames_in_flight: int) -> str:
