@@ -4,7 +4,9 @@ The script runs in this process (as ``python script.py`` would run it:
 ``__main__``, its own ``sys.argv``, its directory first on ``sys.path``),
 inside one :func:`~optixasync.diagnostics.syncwatch`; when it ends, by
 returning, ``sys.exit`` or an exception, the report goes to stderr. The exit
-status is the script's. Nothing heavy is imported until ``run``.
+status is the script's; before the script runs, as for the other commands,
+2 for a bad target and 1 when the machine cannot watch (no CUPTI package,
+no driver). Nothing heavy is imported until ``run``.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         watch.__enter__()
     except (MissingExtraError, RuntimeError) as exc:  # both messages begin with "syncwatch"
         print(f"optixasync {exc}", file=sys.stderr)
-        return 2
+        return 1  # the machine cannot run it: the status doctor, render and view give too
     try:
         status = _run_target(target)
     finally:
