@@ -2,7 +2,8 @@
 
 A thin layer over the public API. Each subcommand other than ``doctor`` lives
 beside the code it drives, in a ``_cli`` module with ``add_parser(subparsers)``
-and ``run(args) -> int``; those modules import nothing heavy at import time,
+and ``run(args) -> int`` (``render`` drives the tracer and the denoiser above
+it, so its module is ``optixasync._render_cli``, at the top); those modules import nothing heavy at import time,
 so ``optixasync --help`` works without CuPy or a GPU.
 
 Exit status, the same for every subcommand and for the examples and

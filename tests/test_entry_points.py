@@ -161,11 +161,11 @@ def test_syncwatch_refuses_python_c_as_bad_input(runs):
 
 @cannot_run_here
 def test_syncwatch_without_cupti_or_driver_stops_before_the_script(runs):
-    """syncwatch starts CUPTI before the script: without it (or without a driver) it exits with 2 today,
-    its own status for a watch that cannot start (the CLI's table says 1 for a missing extra)."""
+    """syncwatch starts CUPTI before the script: without it (or without a driver) it exits with 1, the CLI's
+    status for a machine that cannot run the command."""
     result = runs["syncwatch-script"]
     line = one_line(result)  # the script never ran: no second line of its own
-    assert result.returncode == cli.EXIT_BAD_INPUT, line
+    assert result.returncode == cli.EXIT_UNAVAILABLE, line
     assert line.startswith("optixasync syncwatch")
     try:
         import cupti  # noqa: F401
