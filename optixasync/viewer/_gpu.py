@@ -33,12 +33,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import threading
 import time
 from typing import Any
 
 from ._scene import pose_from_scene_camera, to_scene_camera
-from ._source import FrameMeta, FrameSink
+from ._source import FrameMeta, FrameSink, SourceThread
 from ._state import Settings, ViewState
 
 __all__ = ["PathTracerSource", "make_gpu_source"]
@@ -72,7 +71,7 @@ class _Pipeline:
         self.tracer.close()
 
 
-class PathTracerSource:
+class PathTracerSource(SourceThread):
     """A :class:`~optixasync.viewer.FrameSource` that path-traces ``scene`` on the GPU.
 
     Parameters
@@ -114,28 +113,12 @@ class PathTracerSource:
         self.denoise_available = bool(denoise_available)
         self.initial_camera = pose_from_scene_camera(scene.camera)
         self.initial_settings = Settings(width=int(width), height=int(height), denoise=self.denoise_available, spp=spp)
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        super().__init__("optixasync-gpu-source")
         self.loops = 0
         self.published = 0
         self.error: BaseException | None = None
 
-    # -- FrameSource ------------------------------------------------------------------------------------------
-    def start(self, sink: FrameSink) -> None:
-        """Start the render loop on a new thread."""
-        if self._thread is not None:
-            raise RuntimeError("source already started")
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, args=(sink,), name="optixasync-gpu-source", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop the loop and wait for its frames (the source may be started again)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
+    # -- FrameSource: start() and stop() from SourceThread (stopping the loop waits for its frames) ----------------
     def close(self) -> None:
         """Stop, and close the context if the source made it."""
         self.stop()

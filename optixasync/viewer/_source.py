@@ -34,7 +34,8 @@ import numpy as np
 from ._camera import CameraPose
 from ._state import Settings, ViewerState, ViewState
 
-__all__ = ["CallbackFrameSource", "FrameMeta", "FrameSink", "FrameSource", "NullSink", "RenderLoop", "check_image"]
+__all__ = ["CallbackFrameSource", "FrameMeta", "FrameSink", "FrameSource", "NullSink", "RenderLoop", "SourceThread",
+           "check_image"]
 
 
 @dataclass(frozen=True)
@@ -164,32 +165,24 @@ class NullSink:
         self.published += 1
 
 
-class RenderLoop:
-    """Base of sources whose loop renders one frame per iteration: owns the thread, frame ids and fps.
+class SourceThread:
+    """The thread of a frame source: :meth:`start` runs ``self._run(sink)`` on a thread of its own.
 
-    Subclasses implement :meth:`render`; a ``render`` that returns None (a converged image) makes the
-    loop wait for a change of state instead of rendering again.
+    ``_run`` loops until ``self._stop`` is set; :meth:`stop` sets it and joins the thread, after which
+    the source may be started again.
 
     Parameters
     ----------
-    fps_limit : float or None
-        Most frames per second (None: as fast as it renders).
     name : str
         The thread's name.
     """
 
-    def __init__(self, fps_limit: float | None = None, name: str = "optixasync-render") -> None:
-        self._fps_limit = fps_limit
+    def __init__(self, name: str) -> None:
         self._name = name
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self.loops = 0
-        self.fps = 0.0
-        self.error: BaseException | None = None
-        self.last_state: ViewState | None = None
 
-    def render(self, view: ViewState) -> tuple[np.ndarray, dict[str, Any]] | None:
-        """Render a frame for ``view``: ``(image, meta fields)`` (``samples`` at least), or None for no frame."""
+    def _run(self, sink: FrameSink) -> None:
         raise NotImplementedError
 
     def start(self, sink: FrameSink) -> None:
@@ -211,6 +204,33 @@ class RenderLoop:
     def running(self) -> bool:
         """Whether the loop thread is alive."""
         return self._thread is not None and self._thread.is_alive()
+
+
+class RenderLoop(SourceThread):
+    """Base of sources whose loop renders one frame per iteration: owns the thread, frame ids and fps.
+
+    Subclasses implement :meth:`render`; a ``render`` that returns None (a converged image) makes the
+    loop wait for a change of state instead of rendering again.
+
+    Parameters
+    ----------
+    fps_limit : float or None
+        Most frames per second (None: as fast as it renders).
+    name : str
+        The thread's name.
+    """
+
+    def __init__(self, fps_limit: float | None = None, name: str = "optixasync-render") -> None:
+        super().__init__(name)
+        self._fps_limit = fps_limit
+        self.loops = 0
+        self.fps = 0.0
+        self.error: BaseException | None = None
+        self.last_state: ViewState | None = None
+
+    def render(self, view: ViewState) -> tuple[np.ndarray, dict[str, Any]] | None:
+        """Render a frame for ``view``: ``(image, meta fields)`` (``samples`` at least), or None for no frame."""
+        raise NotImplementedError
 
     def _run(self, sink: FrameSink) -> None:
         frame_id = 0
