@@ -127,14 +127,14 @@ class PathTracerSource(SourceThread):
 
     # -- the loop -----------------------------------------------------------------------------------------------
     def _run(self, sink: FrameSink) -> None:
-        import cupy
-
-        cupy.cuda.Device(self.ctx.device_id).use()  # CuPy's current device is per thread
         pipeline: _Pipeline | None = None
         version = -1
         shown_denoise: bool | None = None  # whether the newest recorded frame was denoised
         fps, last = 0.0, time.perf_counter()
         try:
+            import cupy
+
+            cupy.cuda.Device(self.ctx.device_id).use()  # CuPy's current device is per thread
             while not self._stop.is_set():
                 view = sink.state.snapshot()
                 settings = view.settings
