@@ -30,8 +30,6 @@ def stream_handle(stream: Any, name: str = "stream") -> int:
     ValueError
         If it is the legacy default stream, or a negative handle.
     """
-    if isinstance(stream, int) and not isinstance(stream, bool) and stream < 0:
-        raise ValueError(f"{name}: a stream handle is a non-negative address, got {stream}")
     try:
         return _stream_handle(stream)
     except (TypeError, ValueError) as exc:

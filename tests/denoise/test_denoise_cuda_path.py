@@ -197,3 +197,11 @@ def test_host_arrays_refused(emulated, scene_factory) -> None:
         with pytest.raises(ValueError, match="stream: the legacy default stream"):
             den.denoise(*_device_arrays(scene, aux=False), stream=0)
         assert lib.total_calls() == calls
+
+
+@pytest.mark.parametrize("bad, error", [(-5, ValueError), (0, ValueError), ("s", TypeError)])
+def test_a_bad_stream_is_refused_by_name(bad, error):
+    from optixasync.denoise._streams import stream_handle
+
+    with pytest.raises(error, match=r"^stream: "):
+        stream_handle(bad)
