@@ -9,6 +9,9 @@
 //   lights.h          emitter selection, points on emitters, MIS weights
 //   bsdf_interface.h  what a BSDF family provides; bsdf_<family>.h implement it; bsdf.h dispatches
 //   film.h            which samples are kept, sRGB encoding
+//   texture.h         material textures (CUDA texture objects, UV transforms)
+//   surface.h         the hit's normals, UVs and shading frame; its material as a BSDF
+//   environment.h     light from infinitely far away: lookup, importance sampling, pdf
 //   integrator.h      trace_path: the path loop (depth convention, NEE + MIS, Russian roulette)
 //
 // All of it is inlined into the raygen program. Floating-point expressions are evaluated as written, so
@@ -91,9 +94,34 @@ OA_PROGRAM __raygen__pathtrace_aovs() { render_pixel<true>(); }
 
 // Reports the hit in the radiance payload (see integrator.h); shading happens in the raygen program.
 OA_PROGRAM __closesthit__radiance() {
+    const float2 b = oa::triangle_barycentrics();
     oa::set_payload<0>(__float_as_uint(oa::ray_tmax()));
     oa::set_payload<1>(oa::primitive_index());
     oa::set_payload<2>(oa::sbt_gas_index());  // one SBT record per build input: the mesh index
+    oa::set_payload<3>(__float_as_uint(b.x));
+    oa::set_payload<4>(__float_as_uint(b.y));
+}
+
+// Cut-out surfaces, for radiance and shadow rays alike (only meshes built with any-hit enabled run it). An
+// alpha mask drops the hit where the opacity is below the cutoff; alpha blend lets the ray through with
+// probability 1 - opacity, decided by a hash of the ray and the primitive, so that a ray meets the same
+// decision each time OptiX reports the same candidate.
+OA_PROGRAM __anyhit__cutout() {
+    const MeshRecord& mesh = params.meshes[oa::sbt_gas_index()];
+    const MaterialRecord& material = *mesh.material;
+    const unsigned int prim = oa::primitive_index();
+    const float2 b = oa::triangle_barycentrics();
+    const pt::Triangle tri = pt::load_triangle(mesh, prim);
+    const float opacity = pt::surface_opacity(material, pt::interpolate_uv(mesh, tri, b.x, b.y));
+    if (mesh.flags & MESH_ALPHA_MASK) {
+        if (opacity < material.alpha_cutoff) oa::ignore_intersection();
+    } else if (mesh.flags & MESH_ALPHA_BLEND) {
+        const float3 o = oa::world_ray_origin();
+        const unsigned long long key = pt::mix64((static_cast<unsigned long long>(__float_as_uint(o.x) ^
+            __float_as_uint(o.y) * 0x9E3779B9u ^ __float_as_uint(o.z) * 0x85EBCA6Bu) << 32) | prim);
+        const float u = static_cast<float>(static_cast<unsigned int>(key >> 40)) * (1.0f / 16777216.0f);
+        if (u >= opacity) oa::ignore_intersection();
+    }
 }
 
 OA_PROGRAM __miss__radiance() { oa::set_payload<2>(pt::NO_HIT); }

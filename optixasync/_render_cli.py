@@ -52,8 +52,11 @@ from typing import Any
 __all__ = ["SCENE_NAMES", "RenderPlan", "add_arguments", "add_parser", "format_stats", "plan_from_args", "run",
            "swing_camera"]
 
-#: Built-in scenes of ``--scene`` (anything else must be a mesh file).
-SCENE_NAMES = ("cornell_box", "cloth")
+#: Built-in scenes of ``--scene`` (anything else must be a scene or mesh file).
+SCENE_NAMES = ("cornell_box", "cloth", "materials")
+#: Files ``--scene`` reads as whole scenes, with their materials, textures and camera (others: a mesh placed in
+#: the Cornell box).
+ASSET_SUFFIXES = (".gltf", ".glb")
 
 _PROG = "optixasync render"
 
@@ -62,8 +65,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``render`` options to ``parser`` (shared by the subcommand and the example script)."""
     scene = parser.add_argument_group("scene")
     scene.add_argument("--scene", default=None, metavar="NAME|PATH",
-                       help="cornell_box (default for a still), cloth (default with --frames), or a mesh file "
-                            "(.obj .ply .glb .gltf .stl, needs trimesh) placed on the floor of the Cornell box")
+                       help="cornell_box (default for a still), cloth (default with --frames), materials (a sphere "
+                            "per BSDF under a sky), a glTF asset (.gltf .glb, needs pygltflib: its materials, "
+                            "textures and camera), or a mesh file (.obj .ply .stl, needs trimesh) placed on the "
+                            "floor of the Cornell box")
+    scene.add_argument("--env", default=None, metavar="PATH|R,G,B",
+                       help="environment light: an equirectangular HDR image (.hdr, .exr needs openexr, .npy) or a "
+                            "constant radiance R,G,B (default: a glTF asset without lights gets a constant 1)")
+    scene.add_argument("--env-scale", type=float, default=1.0, metavar="X",
+                       help="multiplies the environment's radiance (default 1)")
     scene.add_argument("--cells", type=int, default=708, metavar="N",
                        help="cloth resolution: cells x cells quads, 2*cells^2 triangles (default 708: ~1M)")
     image = parser.add_argument_group("image")
@@ -109,9 +119,9 @@ class RenderPlan:
     Attributes
     ----------
     scene : str
-        ``"cornell_box"``, ``"cloth"`` or ``"file"``.
+        ``"cornell_box"``, ``"cloth"``, ``"materials"``, ``"asset"`` (a glTF file) or ``"file"`` (a mesh file).
     mesh_path : Path or None
-        The mesh file for ``scene == "file"``.
+        The file for ``scene == "asset"`` or ``"file"``.
     mode : str
         ``"still"``, ``"progressive"`` or ``"frames"``.
     out : Path
@@ -137,6 +147,8 @@ class RenderPlan:
     dt: float
     quiet: bool = False
     denoise: bool = False
+    env: str | None = None
+    env_scale: float = 1.0
 
 
 def plan_from_args(args: argparse.Namespace) -> RenderPlan:
@@ -176,7 +188,11 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
                          f"({' '.join(MESH_SUFFIXES)})")
     else:
         mesh_path = check_mesh_path(name)
-        scene, stem = "file", mesh_path.stem
+        scene = "asset" if mesh_path.suffix.lower() in ASSET_SUFFIXES else "file"
+        stem = mesh_path.stem
+    env_scale = float(getattr(args, "env_scale", 1.0))
+    if not (math.isfinite(env_scale) and env_scale >= 0):
+        raise ValueError(f"--env-scale must be a finite number >= 0, got {env_scale}")
 
     if mode == "still":
         out = check_image_path(args.out if args.out is not None else f"{stem}.png")
@@ -189,6 +205,7 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
         height=args.height, spp=args.spp, max_depth=args.max_depth, samples_per_launch=args.samples_per_launch,
         seed=args.seed, cells=args.cells, frames_in_flight=args.frames_in_flight, spp_per_frame=args.spp_per_frame,
         dt=float(args.dt), quiet=bool(getattr(args, "quiet", False)), denoise=bool(getattr(args, "denoise", False)),
+        env=getattr(args, "env", None), env_scale=env_scale,
     )
 
 
@@ -229,16 +246,55 @@ def _render_options(plan: RenderPlan) -> Any:
 
 
 def _build_scene(plan: RenderPlan) -> tuple[Any, Any]:
-    """(scene, cloth animation or None), built on the CPU."""
-    from optixasync.scene import ClothAnimation, cornell_box, load_into_cornell_box
+    """(scene, cloth animation or None), built on the CPU, with the environment of ``--env``."""
+    from optixasync.scene import ClothAnimation, cornell_box, load_gltf, load_into_cornell_box, material_scene
 
+    cloth = None
     if plan.scene == "cloth":
         cloth = ClothAnimation(plan.cells)
-        return cloth.scene(), cloth
-    if plan.scene == "file":
+        scene = cloth.scene()
+    elif plan.scene == "file":
         assert plan.mesh_path is not None
-        return load_into_cornell_box(plan.mesh_path), None
-    return cornell_box(), None
+        scene = load_into_cornell_box(plan.mesh_path)
+    elif plan.scene == "asset":
+        assert plan.mesh_path is not None
+        scene = load_gltf(plan.mesh_path)
+    elif plan.scene == "materials":
+        scene = material_scene()
+    else:
+        scene = cornell_box()
+    environment = _environment(plan)
+    if environment is not None:
+        scene.environment = environment
+    elif plan.scene == "asset" and not scene.emitters and scene.environment is None:
+        from optixasync.scene import Environment
+
+        # An asset without lights would render black: light it evenly, as viewers do.
+        print(f"{_PROG}: {plan.mesh_path} has no lights; using a constant white environment (see --env)",
+              file=sys.stderr)
+        scene.environment = Environment(radiance=(plan.env_scale,) * 3, name="default")
+    return scene, cloth
+
+
+def _environment(plan: RenderPlan) -> Any:
+    """The environment of ``--env`` (None without it): a file, or a constant ``R,G,B``."""
+    from optixasync.scene import Environment, load_environment
+
+    if plan.env is None:
+        return None
+    parts = plan.env.split(",")
+    if len(parts) in (1, 3) and not Path(plan.env).exists():
+        try:
+            values = [float(p) for p in parts]
+        except ValueError:
+            values = None
+        if values is not None:
+            rgb = values * 3 if len(values) == 1 else values
+            return Environment(radiance=tuple(v * plan.env_scale for v in rgb), name="--env")
+    path = Path(plan.env)
+    if not path.is_file():
+        raise ValueError(f"--env: no such file {plan.env!r} (give an .hdr, .exr or .npy image, or R,G,B)")
+    return load_environment(path, scale=plan.env_scale)
 
 
 def _run_gpu(plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:

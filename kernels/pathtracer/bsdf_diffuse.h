@@ -1,4 +1,4 @@
-// Lambertian reflection: f = albedo / pi on the side of n, nothing below it.
+// Lambertian reflection: f = albedo / pi above the surface, nothing below it. Local frame (bsdf_interface.h).
 #pragma once
 
 #include "pathtracer/bsdf_interface.h"
@@ -11,23 +11,27 @@ struct DiffuseBsdf {
     float3 albedo;
 
     // f cos = albedo * (cos / pi), which is also the pdf of sample().
-    __forceinline__ __device__ BsdfValue eval(float3 n, float3 /*wo*/, float3 wi) const {
-        return BsdfValue{albedo, dot(n, wi) * INV_PI};
+    __forceinline__ __device__ BsdfValue eval(float3 wo, float3 wi) const {
+        return BsdfValue{albedo, wo.z > 0.0f && wi.z > 0.0f ? wi.z * INV_PI : 0.0f};
     }
 
-    __forceinline__ __device__ float pdf(float3 n, float3 /*wo*/, float3 wi) const { return dot(n, wi) * INV_PI; }
+    __forceinline__ __device__ float pdf(float3 wo, float3 wi) const {
+        return wo.z > 0.0f && wi.z > 0.0f ? wi.z * INV_PI : 0.0f;
+    }
 
     // Cosine-weighted sampling matches f cos up to the albedo, so the weight f cos / pdf is the albedo itself,
-    // with no division and no noise from the direction.
-    __forceinline__ __device__ BsdfSample sample(float3 n, float3 /*wo*/, Pcg32& rng) const {
+    // with no division and no noise from the direction. The sampled z is at least 2^-12 (u1 < 1), never 0.
+    __forceinline__ __device__ BsdfSample sample(float3 wo, Pcg32& rng) const {
         const float u1 = rng.uniform();
         const float u2 = rng.uniform();
-        const float3 local = sample_cosine_hemisphere(u1, u2);
+        const float3 wi = sample_cosine_hemisphere(u1, u2);
+        if (!(wo.z > 0.0f)) return no_bsdf_sample(wi);
         BsdfSample s;
-        s.wi = frame_from_normal(n).to_world(local);
+        s.wi = wi;
         s.weight = albedo;
-        s.pdf = local.z * INV_PI;
+        s.pdf = wi.z * INV_PI;
         s.delta = false;
+        s.eta = 1.0f;
         return s;
     }
 };

@@ -4,10 +4,16 @@
 // is sampled (lights.h) and the path continues by sampling the BSDF (bsdf.h); emission reached both ways is
 // combined by multiple importance sampling, and Russian roulette ends paths that carry little.
 //
-// The closest-hit program only reports where the ray hit, in the three payload registers of the radiance ray
+// The closest-hit program only reports where the ray hit, in the five payload registers of the radiance ray
 // (below). The surface is shaded here, from the per-mesh records in the launch parameters, so that the whole
 // path stays in one loop of the raygen program with no shading state in the payload. Shadow rays stop at their
-// first hit and run no hit program; only their miss program (miss index 1) runs, and marks them visible.
+// first hit and run no closest-hit program; only their miss program (miss index 1) runs, and marks them
+// visible. Cut-out surfaces (alpha mask and blend) run an any-hit program for both kinds of rays.
+//
+// Light comes from emissive triangles and from the environment (a miss). Next-event estimation picks the
+// environment with probability environment_probability, else a triangle by the emitter table (lights.h); the
+// host sets both from the lights' power. BSDFs work in the shading frame (surface.h): directions are turned
+// into it before every BSDF call.
 //
 // Depth convention (that of the reference renderer's `path` integrator): the camera ray's hit is depth 1.
 // Emission found at any vertex reached counts; a vertex of depth d samples lights and continues the path only
@@ -16,16 +22,18 @@
 
 #include "optixasync_device.h"
 #include "pathtracer/bsdf.h"
+#include "pathtracer/environment.h"
 #include "pathtracer/geometry.h"
 #include "pathtracer/lights.h"
 #include "pathtracer/random.h"
 #include "pathtracer/records.h"
+#include "pathtracer/surface.h"
 #include "pathtracer/vec_math.h"
 
 namespace pt {
 
 // Payload of a radiance ray: [0] the hit distance (float bits), [1] the primitive index, [2] the build input
-// (= mesh index), or NO_HIT, which the miss program writes.
+// (= mesh index), or NO_HIT, which the miss program writes, [3] and [4] the barycentrics b1 and b2 (float bits).
 constexpr unsigned int NO_HIT = 0xFFFFFFFFu;
 
 // What the camera ray found, for the denoiser's guides: the albedo of the surface and its normal facing the
@@ -40,15 +48,14 @@ __forceinline__ __device__ float3 clamp01(float3 a) {
     return make_float3(fminf(fmaxf(a.x, 0.0f), 1.0f), fminf(fmaxf(a.y, 0.0f), 1.0f), fminf(fmaxf(a.z, 0.0f), 1.0f));
 }
 
-// Unit geometric normal of triangle `prim` of a mesh; its front side is the one the winding is
-// counter-clockwise from.
-__forceinline__ __device__ float3 triangle_normal(const MeshRecord& mesh, unsigned int prim) {
-    const unsigned int* tri = mesh.indices + 3u * prim;
-    const float* vertices = mesh.vertices;
-    const float3 v0 = load3(vertices + 3u * __ldg(tri));
-    const float3 v1 = load3(vertices + 3u * __ldg(tri + 1));
-    const float3 v2 = load3(vertices + 3u * __ldg(tri + 2));
-    return normalize(cross(v1 - v0, v2 - v0));
+// Whether a ray from `start` towards `direction` reaches `distance` (infinity for the environment) unblocked.
+// Shadow rays run the any-hit program of cut-out surfaces and no closest-hit program; only their miss
+// program (miss index 1) marks them visible.
+__forceinline__ __device__ bool unoccluded(const PathTracerParams& P, float3 start, float3 direction, float distance) {
+    unsigned int visible[1] = {0u};
+    oa::trace(P.handle, start, direction, 0.0f, distance, 0.0f, 0xFFu,
+              oa::RAY_FLAG_TERMINATE_ON_FIRST_HIT | oa::RAY_FLAG_DISABLE_CLOSESTHIT, 0u, 1u, 1u, visible);
+    return visible[0] != 0u;
 }
 
 // Radiance arriving at `origin` from `direction` (unit), estimated by one path; with kFirst, `first` receives
@@ -61,80 +68,129 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
     float3 beta = make_float3(1.0f, 1.0f, 1.0f);  // path throughput
     float prev_pdf = 0.0f;     // solid-angle pdf of the BSDF sample that produced the current ray
     bool prev_delta = false;   // whether that sample came from a delta lobe
+    float eta_scale = 1.0f;    // product of the relative indices crossed (radiance scaling, for the roulette)
+    const float env_probability = P.environment_probability;
 
     for (unsigned int depth = 1;; ++depth) {
-        unsigned int hit[3] = {0u, 0u, NO_HIT};
-        oa::trace(P.handle, origin, direction, 0.0f, 1e16f, 0.0f, 0xFFu, oa::RAY_FLAG_DISABLE_ANYHIT, 0u, 1u, 0u,
-                  hit);
-        if (hit[2] == NO_HIT) break;  // no environment light
+        unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
+        oa::trace(P.handle, origin, direction, 0.0f, 1e16f, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+        if (hit[2] == NO_HIT) {
+            // Light from the environment. Like emission, the camera ray and delta lobes count it fully; any
+            // other BSDF-sampled ray shares it with light sampling by the power heuristic.
+            if (P.environment) {
+                float weight = 1.0f;
+                if (depth > 1 && !prev_delta && env_probability > 0.0f) {
+                    weight = power_heuristic(prev_pdf, env_probability * environment_pdf(*P.environment, direction));
+                }
+                radiance = radiance + beta * environment_radiance(*P.environment, direction) * weight;
+            }
+            break;
+        }
         const float t = __uint_as_float(hit[0]);
+        const unsigned int prim = hit[1];
         const MeshRecord& mesh = P.meshes[hit[2]];
-        float3 n = triangle_normal(mesh, hit[1]);
-        const float cos_out = -dot(n, direction);  // > 0: the ray arrived on the front side
+        const MaterialRecord& material = *mesh.material;
+        const Triangle tri = load_triangle(mesh, prim);
+        const SurfacePoint sp = surface_point(mesh, material, tri, __uint_as_float(hit[3]), __uint_as_float(hit[4]));
+        const float cos_out = -dot(sp.ng, direction);  // > 0: the ray arrived on the front (winding) side
         const unsigned int flags = mesh.flags;
+        const float3 color = surface_color(material, sp.uv);
         if (kFirst && depth == 1) {
-            first.normal = cos_out > 0.0f ? n : -n;
-            const float3 glow = (flags & MESH_EMISSIVE) ? mesh.emission : make_float3(0.0f, 0.0f, 0.0f);
-            first.albedo = clamp01(mesh.reflectance + glow);
+            first.normal = dot(sp.ns, direction) < 0.0f ? sp.ns : -sp.ns;
+            const float3 glow = (flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv) : make_float3(0.0f, 0.0f, 0.0f);
+            first.albedo = clamp01(color + glow);
         }
 
         // Emission reached by this ray. The camera ray has no other way to find it and counts it fully, as
-        // does a ray from a delta lobe; any other BSDF-sampled ray shares it with light sampling (the weights
-        // are derived in lights.h).
+        // does a ray from a delta lobe, and a ray reaching an emitter that light sampling never picks (one
+        // with an emission texture); any other BSDF-sampled ray shares it with light sampling (lights.h).
         if ((flags & MESH_EMISSIVE) && cos_out > 0.0f) {
             float weight = 1.0f;
-            if (depth > 1 && !prev_delta) {
-                const float light = __ldg(&P.emitters[mesh.emitter_offset + hit[1]].pdf) * t * t;
+            if (depth > 1 && !prev_delta && (flags & MESH_LIGHT_SAMPLED)) {
+                const float light = __ldg(&P.emitters[mesh.emitter_offset + prim].pdf) * t * t;
                 weight = emission_mis_weight(prev_pdf, cos_out, light);
             }
-            radiance = radiance + beta * mesh.emission * weight;
+            radiance = radiance + beta * surface_emission(material, sp.uv) * weight;
         }
         if (depth >= P.max_depth) break;
-        if (cos_out <= 0.0f) {
-            if (!(flags & MESH_TWO_SIDED)) break;  // the back of a one-sided surface is black
-            n = -n;
-        }
-        const Bsdf bsdf = surface_bsdf(mesh);
-        const float3 wo = -direction;
-        const float3 point = origin + direction * t;
-        const float3 start = offset_ray(point, n);
 
-        // Next-event estimation: one point on one emissive triangle, counted if nothing is in between.
-        if (P.num_emitters > 0u) {
-            const LightSample light = sample_light(P.emitters, P.num_emitters, rng);
-            const float3 to_light = light.position - point;
-            const float dist2 = dot(to_light, to_light);
-            const float inv_dist = rsqrtf(dist2);
-            const float3 wi = to_light * inv_dist;
-            const float cos_surface = dot(n, wi);
-            const float cos_light = -dot(light.normal, wi);
-            if (cos_surface > 0.0f && cos_light > 0.0f) {
-                const BsdfValue f = bsdf_eval(bsdf, n, wo, wi);
-                const float scale = light_sample_scale(f.scale, bsdf_pdf(bsdf, n, wo, wi), light.pdf_area * dist2,
-                                                       cos_light);
-                unsigned int visible[1] = {0u};
+        // The BSDF's frame: the shading normal, turned towards the ray for the back of a two-sided surface.
+        // One-sided surfaces are black from the back and end the path; a dielectric is the same interface
+        // from both sides and keeps its orientation (its z < 0 side is the inside).
+        Bsdf bsdf = surface_bsdf(material, sp.uv, color);
+        Frame frame = frame_from_normal(sp.ns);
+        float3 wo = frame.to_local(-direction);
+        if (!bsdf_transmits(bsdf) && wo.z <= 0.0f) {
+            if (!(flags & MESH_TWO_SIDED)) break;
+            frame = frame_from_normal(-sp.ns);
+            wo = frame.to_local(-direction);
+        }
+        const float3 point = origin + direction * t;
+
+        // Next-event estimation: one point on one emitter (the environment with probability
+        // env_probability, else a triangle of the emitter table), counted if nothing is in between.
+        if (!bsdf_is_delta(bsdf) && (P.num_emitters > 0u || env_probability > 0.0f)) {
+            float3 wi, light_radiance;
+            float light_scale = 0.0f;  // w_light / p_light, as light_sample_scale computes it (without f)
+            float distance = 1e16f;
+            bool valid = false;
+            if (rng.uniform() < env_probability) {
+                const EnvironmentSample e = environment_sample(*P.environment, rng.uniform(), rng.uniform());
+                wi = e.direction;
+                light_radiance = e.radiance;
+                const float pdf = env_probability * e.pdf;
+                valid = pdf > 0.0f;
+                if (valid) {
+                    const float3 wi_local = frame.to_local(wi);
+                    light_scale = power_heuristic(pdf, bsdf_pdf(bsdf, wo, wi_local)) / pdf;
+                }
+            } else {
+                const LightSample light = sample_light(P.emitters, P.num_emitters, rng);
+                const float3 to_light = light.position - point;
+                const float dist2 = dot(to_light, to_light);
+                const float inv_dist = rsqrtf(dist2);
+                wi = to_light * inv_dist;
+                const float cos_light = -dot(light.normal, wi);
+                light_radiance = light.radiance;
+                valid = cos_light > 0.0f;
                 // The shadow ray stops short of the light so that it cannot hit the emitter itself.
-                oa::trace(P.handle, start, wi, 0.0f, (dist2 * inv_dist) * (1.0f - 1e-4f), 0.0f, 0xFFu,
-                          oa::RAY_FLAG_DISABLE_ANYHIT | oa::RAY_FLAG_TERMINATE_ON_FIRST_HIT |
-                              oa::RAY_FLAG_DISABLE_CLOSESTHIT,
-                          0u, 1u, 1u, visible);
-                if (visible[0]) radiance = radiance + beta * f.color * light.radiance * scale;
+                distance = (dist2 * inv_dist) * (1.0f - 1e-4f);
+                if (valid) {
+                    light_scale = light_sample_scale(1.0f, bsdf_pdf(bsdf, wo, frame.to_local(wi)),
+                                                     light.pdf_area * dist2, cos_light);
+                }
+            }
+            if (valid) {
+                const float3 wi_local = frame.to_local(wi);
+                if (bsdf_transmits(bsdf) || wi_local.z > 0.0f) {
+                    const BsdfValue f = bsdf_eval(bsdf, wo, wi_local);
+                    const float scale = f.scale * light_scale;
+                    if (scale > 0.0f) {
+                        const float3 start = offset_ray(point, dot(wi, sp.ng) > 0.0f ? sp.ng : -sp.ng);
+                        if (unoccluded(P, start, wi, distance)) {
+                            radiance = radiance + beta * f.color * light_radiance * scale;
+                        }
+                    }
+                }
             }
         }
 
         // Continue the path by sampling the BSDF.
-        const BsdfSample s = bsdf_sample(bsdf, n, wo, rng);
-        direction = s.wi;
-        origin = start;
+        const BsdfSample s = bsdf_sample(bsdf, wo, rng);
+        direction = frame.to_world(s.wi);
+        origin = offset_ray(point, dot(direction, sp.ng) > 0.0f ? sp.ng : -sp.ng);
         prev_pdf = s.pdf;
         prev_delta = s.delta;
         beta = beta * s.weight;
+        eta_scale *= s.eta;
         // Russian roulette from rr_depth on: survive with probability q (the throughput's largest channel,
-        // capped so that bright paths still end) and divide by q, which keeps the estimate unbiased.
+        // capped so that bright paths still end) and divide by q, which keeps the estimate unbiased. The
+        // throughput inside glass is scaled down by 1 / eta^2 (radiance scaling) and back up on the way out;
+        // the roulette looks through that scaling, or it would end paths inside glass for no reason.
         const float strongest = max3(beta);
         if (!(strongest > 0.0f)) break;
         if (depth >= P.rr_depth) {
-            const float q = fminf(strongest, 0.95f);
+            const float q = fminf(strongest * eta_scale * eta_scale, 0.95f);
             if (rng.uniform() >= q) break;
             beta = beta * (1.0f / q);
         }

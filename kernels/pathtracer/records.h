@@ -7,16 +7,61 @@
 
 #include "optixasync_device.h"
 
+// Defined in environment.h, with the functions that read it.
+struct EnvironmentRecord;
+
 enum MeshFlags : unsigned int {
     MESH_TWO_SIDED = 1u << 0,  // reflect on both sides (else black seen from the back)
-    MESH_EMISSIVE = 1u << 1,   // emits on its front side; its triangles are in the emitter table
+    MESH_EMISSIVE = 1u << 1,   // emits on its front side
+    MESH_ALPHA_MASK = 1u << 2, // cut out where the opacity is below the material's cutoff (any-hit program)
+    MESH_ALPHA_BLEND = 1u << 3,// let rays through with probability 1 - opacity (any-hit program)
+    MESH_LIGHT_SAMPLED = 1u << 4,  // emissive and in the emitter table (an emission texture keeps it out)
+};
+
+// The BSDF families, in the order of optixasync.scene.BSDF_TYPES.
+enum BsdfType : unsigned int {
+    BSDF_DIFFUSE = 0u,
+    BSDF_CONDUCTOR = 1u,
+    BSDF_DIELECTRIC = 2u,
+    BSDF_PLASTIC = 3u,
+    BSDF_METALLIC_ROUGHNESS = 4u,
+};
+
+// A texture of a material: a CUDA texture object (0: none) and the affine map from the mesh's UV to the
+// texture's, u' = uv[0] u + uv[1] v + uv[2], v' = uv[3] u + uv[4] v + uv[5] (KHR_texture_transform).
+struct TextureSlot {
+    unsigned long long texture;
+    float uv[6];
+};
+
+// One per material; mesh records point at theirs. Textures multiply the factor of the same name.
+struct MaterialRecord {
+    unsigned int type;             // BsdfType
+    float alpha;                   // GGX alpha (conductor, dielectric, plastic); roughness (metallic_roughness)
+    float eta;                     // int_ior / ext_ior (dielectric, plastic)
+    float metallic;                // metallic_roughness
+    float3 color;                  // reflectance: albedo, specular reflectance or base colour
+    float opacity;                 // alpha mask and blend
+    float3 conductor_eta;          // conductor: eta + i k, relative to the exterior
+    float alpha_cutoff;
+    float3 conductor_k;
+    float normal_scale;
+    float3 emission;               // radiance leaving the front side
+    float plastic_internal;        // plastic: internal diffuse reflectance of the coating
+    const float* plastic_table;    // plastic: specular sampling weight, then the external transmittance table
+    TextureSlot color_texture;     // rgb: colour, a: opacity
+    TextureSlot roughness_texture; // glTF metallic-roughness: g roughness, b metallic
+    TextureSlot emission_texture;
+    TextureSlot normal_texture;    // tangent space, [0, 1] encoding of [-1, 1]
 };
 
 struct MeshRecord {
     const float* vertices;         // (V, 3) float32
     const unsigned int* indices;   // (F, 3), front side given by the winding
-    float3 reflectance;            // Lambertian albedo
-    float3 emission;               // radiance leaving the front side
+    const float* normals;          // (V, 3) shading normals, or null (flat: the winding normal)
+    const float* uvs;              // (V, 2) texture coordinates, or null
+    const float* tangents;         // (V, 4) tangent xyz and handedness w, or null
+    const MaterialRecord* material;
     unsigned int emitter_offset;   // entry of triangle 0 of this mesh in the emitter table (emissive meshes)
     unsigned int flags;            // MeshFlags
 };
@@ -61,4 +106,6 @@ struct PathTracerParams {
     float4* color;                   // mean radiance, rgb (w = 1)
     float4* albedo;                  // mean first-hit albedo, rgb in [0, 1] (w = 1)
     float4* normal;                  // mean first-hit normal, facing the camera, xyz in [-1, 1] (w = 0)
+    const EnvironmentRecord* environment;  // light from infinitely far away, or null (black)
+    float environment_probability;   // of light sampling picking the environment (the rest: the emitter table)
 };

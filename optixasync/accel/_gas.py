@@ -115,7 +115,8 @@ class GeometryAccel(AccelStructure):
             b.type = t.BuildInputType.TRIANGLES
             tri = b.triangleArray
             vbuf = (ctypes.c_uint64 * 1)(device_pointer(dev["vertices"]))
-            flags = (ctypes.c_uint * inp.num_sbt_records)(*([int(t.GeometryFlags.DISABLE_ANYHIT)] * inp.num_sbt_records))
+            geometry_flags = t.GeometryFlags.NONE if inp.any_hit else t.GeometryFlags.DISABLE_ANYHIT
+            flags = (ctypes.c_uint * inp.num_sbt_records)(*([int(geometry_flags)] * inp.num_sbt_records))
             self._keep += [vbuf, flags]
             self._vertex_pointers.append(vbuf)
             tri.vertexBuffers = ctypes.cast(vbuf, ctypes.POINTER(ctypes.c_uint64))

@@ -38,15 +38,21 @@ class TriangleInput:
         Per-triangle index into this input's ``num_sbt_records`` hit records.
     num_sbt_records : int
         Number of SBT records this input uses (max material id + 1).
+    any_hit : bool
+        Run the hit group's any-hit program on this input's candidate hits
+        (cut-out surfaces). False: OptiX skips it, as for opaque geometry.
     """
 
     vertices: Any
     indices: Any = None
     material_ids: Any = None
     num_sbt_records: int = 1
+    any_hit: bool = False
 
     def __post_init__(self) -> None:
         self.num_sbt_records = as_int("num_sbt_records", self.num_sbt_records, 1)
+        if not isinstance(self.any_hit, bool):
+            raise TypeError(f"any_hit must be a bool, got {type(self.any_hit).__name__}")
         self.num_vertices = check_vertices(self.vertices)
         if self.indices is None:
             if self.num_vertices % 3:

@@ -13,18 +13,31 @@ from __future__ import annotations
 
 from ._device_scene import DeviceScene, check_scene, host_emitter_table
 from ._emitters import EmitterTable, alias_probabilities, alias_table, build_emitter_table
-from ._layout import EMITTER_TRIANGLE, MESH_RECORD, PATH_PARAMS
+from ._environment import (
+    ENVIRONMENT_RECORD,
+    DeviceEnvironment,
+    EnvironmentTables,
+    environment_record,
+    environment_tables,
+)
+from ._layout import EMITTER_TRIANGLE, MATERIAL_RECORD, MESH_RECORD, PATH_PARAMS
 from ._options import RenderOptions
 from ._output import ImageWriter, check_image_path, numbered_path, write_image
-from ._params import fill_params, launch_plan, mesh_records
+from ._params import fill_params, launch_plan, material_record, mesh_records
 from ._pathtracer import DenoiseInputs, PathTracer
 from ._program import PathTracerProgram
+from ._textures import DeviceTextures
 from ._tonemap import srgb_to_linear, tonemap_device, tonemap_srgb
 
 __all__ = [
     "DenoiseInputs",
+    "DeviceEnvironment",
     "DeviceScene",
+    "DeviceTextures",
     "EMITTER_TRIANGLE",
+    "ENVIRONMENT_RECORD",
+    "EnvironmentTables",
+    "MATERIAL_RECORD",
     "EmitterTable",
     "ImageWriter",
     "MESH_RECORD",
@@ -39,7 +52,10 @@ __all__ = [
     "check_scene",
     "fill_params",
     "host_emitter_table",
+    "environment_record",
+    "environment_tables",
     "launch_plan",
+    "material_record",
     "mesh_records",
     "numbered_path",
     "srgb_to_linear",

@@ -37,16 +37,19 @@ import numpy as np
 
 from ..accel import AccelOptions, GeometryAccel, TriangleInput
 from ..cuda import Readiness, as_cupy_stream, consume_device_array, is_library_array
-from ..scene import Scene
+from ..scene import Material, Scene
 from ..validation import is_device_array
 from ._emitters import EmitterTable, build_emitter_table
-from ._params import mesh_records
+from ._environment import DeviceEnvironment
+from ._layout import MATERIAL_RECORD
+from ._params import material_record, mesh_records, plastic_table
+from ._textures import DeviceTextures
 
 if TYPE_CHECKING:
     from ..cuda import DeviceContext
     from ._program import PathTracerProgram
 
-__all__ = ["DeviceScene", "check_scene", "host_emitter_table"]
+__all__ = ["DeviceScene", "check_scene", "environment_probability", "host_emitter_table"]
 
 
 def check_scene(scene: Any) -> Scene:
@@ -66,6 +69,39 @@ def host_emitter_table(scene: Scene) -> EmitterTable | None:
     if any(scene.meshes[k].on_device for k in scene.emitters):
         return None
     return build_emitter_table(scene.meshes)
+
+
+#: Bounds of :func:`environment_probability` when both kinds of light exist.
+ENVIRONMENT_PROBABILITY_RANGE = (0.25, 0.75)
+
+
+def environment_probability(scene: Scene, environment: Any, emitters: EmitterTable) -> float:
+    """The probability that light sampling picks the environment rather than an emissive triangle.
+
+    Proportional to power: the environment's is that of its radiance arriving on a disc as large as the
+    scene (``pi r^2`` times the radiance integrated over the sphere, ``r`` the radius of the scene's bounds),
+    the triangles' is :attr:`EmitterTable.power`, then bounded to :data:`ENVIRONMENT_PROBABILITY_RANGE`. The
+    bound is there because the environment's estimate counts light through the whole bounding sphere, most of
+    which never reaches what the camera sees: with a large ground plane it sent 99% of the light samples to
+    the sky, and the area lights' light came out very noisy. 1 without triangles, 0 without an environment.
+    """
+    if environment is None:
+        return 0.0
+    if len(emitters) == 0:
+        return 1.0
+    radius = scene_radius(scene)
+    power = np.pi * radius * radius * environment.power
+    low, high = ENVIRONMENT_PROBABILITY_RANGE
+    return float(np.clip(power / (power + emitters.power), low, high)) if power > 0 else 0.0
+
+
+def scene_radius(scene: Scene) -> float:
+    """Half the diagonal of the bounding box of the scene's host meshes (1 when none is on the host)."""
+    corners = [np.stack([m.vertices.min(axis=0), m.vertices.max(axis=0)]) for m in scene.meshes if not m.on_device]
+    if not corners:
+        return 1.0
+    box = np.concatenate(corners)
+    return max(float(np.linalg.norm(box.max(axis=0) - box.min(axis=0))) / 2.0, 1e-6)
 
 
 class DeviceScene:
@@ -120,18 +156,45 @@ class DeviceScene:
             emitters = build_emitter_table(scene.meshes, host(self._vertices), host(self._indices))
         self.emitters = emitters
         dynamic = bool(scene.dynamic)
+        cutout = [m.material.alpha_mode != "opaque" for m in scene.meshes]
         self.accel = GeometryAccel(
-            ctx, [TriangleInput(v, i) for v, i in zip(self._vertices, self._indices, strict=True)],
+            ctx, [TriangleInput(v, i, any_hit=c) for v, i, c in zip(self._vertices, self._indices, cutout, strict=True)],
             AccelOptions(allow_update=dynamic, allow_compaction=not dynamic), stream=stream)
+        self._attributes = [tuple(None if a is None else ctx.upload(a, stream) for a in (m.normals, m.uvs, m.tangents))
+                            for m in scene.meshes]
+        material_pointers = self._upload_materials(stream)
+        self.environment = DeviceEnvironment(ctx, scene.environment, stream) if scene.environment is not None else None
+        self.environment_probability = environment_probability(scene, self.environment, self.emitters)
         records = mesh_records(scene, [int(v.data.ptr) for v in self._vertices],
-                               [int(i.data.ptr) for i in self._indices], self.emitters.offsets)
+                               [int(i.data.ptr) for i in self._indices], self.emitters.offsets, material_pointers,
+                               [tuple(0 if a is None else int(a.data.ptr) for a in attrs) for attrs in self._attributes])
         self._records = self._upload_struct(records, stream)
-        self._emitter_table = self._upload_struct(self.emitters.entries, stream) if len(self.emitters) else None
+        self._emitter_table = (self._upload_struct(self.emitters.selected(1.0 - self.environment_probability), stream)
+                               if len(self.emitters) else None)
         self.sbt = program.shader_binding_table(len(scene.meshes), stream)
         self.sbt_aovs = program.shader_binding_table(len(scene.meshes), stream, aovs=True)
         self.ready = Readiness()
         self.ready.record(stream)  # later streams wait for the set-up on the GPU, never the host
         ctx.track(self)
+
+    def _upload_materials(self, stream: Any) -> list[int]:
+        """Upload the textures, plastic tables and material records; the device address of each mesh's record."""
+        materials: dict[Material, int] = {}
+        for mesh in self.scene.meshes:
+            materials.setdefault(mesh.material, len(materials))
+        self.textures = DeviceTextures(self.ctx, [t for m in materials for t in m.textures.values()], stream)
+        self._plastic = {m: self.ctx.upload(plastic_table(m), stream) for m in materials if m.bsdf == "plastic"}
+        records = np.stack([material_record(m, self.textures.handle,
+                                            int(self._plastic[m].data.ptr) if m in self._plastic else 0)
+                            for m in materials])
+        self._materials = self._upload_struct(records, stream)
+        base, size = int(self._materials.data.ptr), MATERIAL_RECORD.itemsize
+        return [base + size * materials[mesh.material] for mesh in self.scene.meshes]
+
+    @property
+    def environment_pointer(self) -> int:
+        """Device address of the ``EnvironmentRecord`` (0 without an environment)."""
+        return self.environment.pointer if self.environment is not None else 0
 
     def _to_device(self, array: Any, stream: Any, name: str, dtype: Any) -> Any:
         """A mesh array on the device: uploaded from the host, or the caller's device memory used in place.
@@ -200,4 +263,8 @@ class DeviceScene:
         self.sbt.close()
         self.sbt_aovs.close()
         self.accel.close()
+        self.textures.close()
+        if self.environment is not None:
+            self.environment.close()
         self._vertices, self._indices, self._records, self._emitter_table = [], [], None, None
+        self._attributes, self._materials, self._plastic = [], None, {}

@@ -1,11 +1,17 @@
 """The emitter table: every triangle of every emissive mesh, for light sampling.
 
-Light sampling picks one triangle with probability proportional to its area
-(over all emissive meshes together: a large dim light is picked as often as
-a small bright one of the same area), then a uniform point on it. The pdf of
-a light point per unit area is therefore ``selection probability / area`` =
-``1 / total emissive area`` on every triangle; the table stores it per entry,
-so the kernel's MIS weight does not depend on the selection rule. A
+Light sampling picks one triangle with probability proportional to its
+power, ``area * luminance(radiance)`` (over all emissive meshes together),
+then a uniform point on it. The pdf of a light point per unit area is
+therefore ``selection probability / area`` = ``luminance / total`` on each
+triangle; the table stores it per entry, so the kernel's MIS weight does not
+depend on the selection rule. When an environment shares light sampling,
+every entry's pdf is scaled by the probability of picking a triangle at all
+(:meth:`EmitterTable.selected`).
+
+Meshes whose emission is textured are not in the table: their radiance
+varies over the surface, which the table cannot hold. BSDF sampling finds
+them, with full weight (the kernel's ``MESH_LIGHT_SAMPLED`` flag is clear). A
 BSDF-sampled ray that hits triangle ``j`` of emissive mesh ``m`` finds its
 entry at ``offsets[m] + j``.
 
@@ -26,7 +32,21 @@ import numpy as np
 from ..scene import Mesh
 from ._layout import EMITTER_TRIANGLE
 
-__all__ = ["EmitterTable", "alias_table", "alias_probabilities", "build_emitter_table"]
+__all__ = ["EmitterTable", "alias_table", "alias_probabilities", "build_emitter_table", "is_light_sampled",
+           "luminance"]
+
+#: Rec. 709 luminance weights of linear RGB.
+LUMINANCE = np.array([0.2126, 0.7152, 0.0722])
+
+
+def luminance(rgb: np.ndarray) -> np.ndarray:
+    """Rec. 709 luminance of linear RGB values (..., 3)."""
+    return np.asarray(rgb, np.float64) @ LUMINANCE
+
+
+def is_light_sampled(mesh: Mesh) -> bool:
+    """Whether ``mesh`` is in the emitter table: emissive, with an emission that is not textured."""
+    return mesh.material.is_emissive and mesh.material.emission_texture is None
 
 
 def alias_table(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -74,16 +94,25 @@ class EmitterTable:
     offsets : numpy array (num_meshes,) uint32
         Entry of each mesh's first triangle (0 for meshes that do not emit).
     total_area : float
-        Emissive area of the scene (0 when nothing emits).
+        Emissive area of the table's meshes (0 when nothing emits).
+    power : float
+        Their emitted power, ``pi * sum(area * luminance)`` (one-sided Lambertian emitters).
     """
 
-    def __init__(self, entries: np.ndarray, offsets: np.ndarray, total_area: float) -> None:
+    def __init__(self, entries: np.ndarray, offsets: np.ndarray, total_area: float, power: float = 0.0) -> None:
         self.entries = entries
         self.offsets = offsets
         self.total_area = total_area
+        self.power = power
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def selected(self, probability: float) -> np.ndarray:
+        """The entries with every pdf times ``probability``: that of light sampling picking a triangle at all."""
+        entries = self.entries.copy()
+        entries["pdf"] *= np.float32(probability)
+        return entries
 
 
 def build_emitter_table(meshes: Sequence[Mesh], vertices: Sequence[np.ndarray] | None = None,
@@ -106,7 +135,7 @@ def build_emitter_table(meshes: Sequence[Mesh], vertices: Sequence[np.ndarray] |
     """
     parts, offsets, count = [], np.zeros(len(meshes), np.uint32), 0
     for k, mesh in enumerate(meshes):
-        if not mesh.material.is_emissive:
+        if not is_light_sampled(mesh):
             continue
         v = np.asarray(vertices[k] if vertices is not None else mesh.vertices, np.float64)
         idx = np.asarray(indices[k] if indices is not None else mesh.indices, np.int64)
@@ -125,10 +154,11 @@ def build_emitter_table(meshes: Sequence[Mesh], vertices: Sequence[np.ndarray] |
     total = float(area.sum())
     if not total > 0:
         raise ValueError("the emissive meshes have zero total area: nothing could emit")
-    q, alias = alias_table(area)
+    weight = area * luminance(radiance)
+    q, alias = alias_table(weight)
     entries["p0"], entries["e1"], entries["e2"], entries["radiance"] = p0, e1, e2, radiance
     entries["area"] = area
-    # pdf per unit area = (area / total) / area; zero-area triangles are never chosen and keep 0.
-    entries["pdf"] = np.where(area > 0, 1.0 / total, 0.0)
+    # pdf per unit area = (weight / total weight) / area; zero-area triangles are never chosen and keep 0.
+    entries["pdf"] = np.where(area > 0, luminance(radiance) / weight.sum(), 0.0)
     entries["alias_q"], entries["alias"] = q, alias
-    return EmitterTable(entries, offsets, total)
+    return EmitterTable(entries, offsets, total, float(np.pi * weight.sum()))

@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._structs import struct_dtype
+from ._environment import ENVIRONMENT_RECORD
 
-__all__ = ["EMITTER_TRIANGLE", "MESH_RECORD", "MESH_EMISSIVE", "MESH_TWO_SIDED", "PATH_PARAMS", "STRUCT_NAMES"]
+__all__ = ["EMITTER_TRIANGLE", "MATERIAL_RECORD", "MESH_ALPHA_BLEND", "MESH_ALPHA_MASK", "MESH_EMISSIVE", "MESH_LIGHT_SAMPLED", "MESH_RECORD",
+           "MESH_TWO_SIDED", "NESTED_MEMBERS", "PATH_PARAMS", "STRUCT_NAMES"]
 
 #: ``PathTracerParams``: the launch parameters (``params`` in the kernel).
 PATH_PARAMS: np.dtype = struct_dtype([
@@ -21,12 +23,29 @@ PATH_PARAMS: np.dtype = struct_dtype([
     ("width", "uint"), ("height", "uint"), ("sample_offset", "uint"), ("spp", "uint"), ("accumulate", "uint"),
     ("seed", "uint"), ("max_depth", "uint"), ("rr_depth", "uint"), ("num_emitters", "uint"), ("inv_total", "float"),
     ("aov_sums", "ptr"), ("color", "ptr"), ("albedo", "ptr"), ("normal", "ptr"),
+    ("environment", "ptr"), ("environment_probability", "float"),
 ])
 
 #: ``MeshRecord``: one per mesh (= build input = SBT GAS index), read by the raygen at every hit.
 MESH_RECORD: np.dtype = struct_dtype([
-    ("vertices", "ptr"), ("indices", "ptr"), ("reflectance", "float3"), ("emission", "float3"),
-    ("emitter_offset", "uint"), ("flags", "uint"),
+    ("vertices", "ptr"), ("indices", "ptr"), ("normals", "ptr"), ("uvs", "ptr"), ("tangents", "ptr"),
+    ("material", "ptr"), ("emitter_offset", "uint"), ("flags", "uint"),
+])
+
+
+def _texture_slot(name: str) -> list[tuple[str, str] | tuple[str, str, int]]:
+    """The fields of a ``TextureSlot`` member called ``name`` (a nested struct, laid out flat)."""
+    return [(name, "u64"), (f"{name}_uv", "float", 6)]
+
+
+#: ``MaterialRecord``: one per material, pointed at by the mesh records.
+MATERIAL_RECORD: np.dtype = struct_dtype([
+    ("type", "uint"), ("alpha", "float"), ("eta", "float"), ("metallic", "float"),
+    ("color", "float3"), ("opacity", "float"), ("conductor_eta", "float3"), ("alpha_cutoff", "float"),
+    ("conductor_k", "float3"), ("normal_scale", "float"), ("emission", "float3"), ("plastic_internal", "float"),
+    ("plastic_table", "ptr"),
+    *_texture_slot("color_texture"), *_texture_slot("roughness_texture"), *_texture_slot("emission_texture"),
+    *_texture_slot("normal_texture"),
 ])
 
 #: ``EmitterTriangle``: one per triangle of every emissive mesh, in world space (64 bytes, 16-aligned).
@@ -38,10 +57,23 @@ EMITTER_TRIANGLE: np.dtype = struct_dtype([
 #: ``MeshFlags`` bits.
 MESH_TWO_SIDED = 1 << 0
 MESH_EMISSIVE = 1 << 1
+MESH_ALPHA_MASK = 1 << 2
+MESH_ALPHA_BLEND = 1 << 3
+MESH_LIGHT_SAMPLED = 1 << 4
+
+#: The CUDA member of each dtype field that lives in a nested struct (the dtype lays those out flat).
+NESTED_MEMBERS: dict[str, str] = {
+    **{slot: f"{slot}.texture" for slot in ("color_texture", "roughness_texture", "emission_texture",
+                                           "normal_texture")},
+    **{f"{slot}_uv": f"{slot}.uv" for slot in ("color_texture", "roughness_texture", "emission_texture",
+                                               "normal_texture")},
+}
 
 #: CUDA struct name of each dtype (for the layout checks).
 STRUCT_NAMES: dict[str, np.dtype] = {
     "PathTracerParams": PATH_PARAMS,
     "MeshRecord": MESH_RECORD,
+    "MaterialRecord": MATERIAL_RECORD,
+    "EnvironmentRecord": ENVIRONMENT_RECORD,
     "EmitterTriangle": EMITTER_TRIANGLE,
 }

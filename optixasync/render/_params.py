@@ -10,16 +10,28 @@ None.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..scene import Camera, Scene
+from ..scene import BSDF_TYPES, Camera, Material, Mesh, Scene, Texture
 from ..validation import as_int
-from ._layout import MESH_EMISSIVE, MESH_RECORD, MESH_TWO_SIDED
+from ._emitters import is_light_sampled
+from ._layout import (
+    MATERIAL_RECORD,
+    MESH_ALPHA_BLEND,
+    MESH_ALPHA_MASK,
+    MESH_EMISSIVE,
+    MESH_LIGHT_SAMPLED,
+    MESH_RECORD,
+    MESH_TWO_SIDED,
+)
 from ._options import RenderOptions
+from ._plastic import plastic_constants
 
-__all__ = ["MAX_SAMPLES", "fill_params", "launch_plan", "mesh_records", "positive_int"]
+__all__ = ["MAX_SAMPLES", "fill_params", "launch_plan", "material_record", "mesh_flags", "mesh_records",
+           "plastic_table", "positive_int"]
 
 MAX_SAMPLES = 2**32 - 1  # the kernel's sample index is a 32-bit unsigned int
 
@@ -36,13 +48,16 @@ def launch_plan(total: int, per_launch: int) -> list[tuple[int, int]]:
 
 def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: int, image: int, meshes: int,
                 emitters: int, num_emitters: int, handle: int, sample_offset: int, spp: int,
-                basis: tuple[np.ndarray, ...] | None = None, aovs: tuple[int, int, int, int] | None = None) -> None:
+                basis: tuple[np.ndarray, ...] | None = None, aovs: tuple[int, int, int, int] | None = None,
+                environment: int = 0, environment_probability: float = 0.0) -> None:
     """Write ``PathTracerParams`` into ``params`` (a numpy scalar of :data:`PATH_PARAMS`, pinned or not).
 
     ``accum``, ``image``, ``meshes`` and ``emitters`` are device addresses (``image`` 0: no tonemap).
     A launch with ``sample_offset`` 0 overwrites the accumulation; later ones add to it. ``basis`` is
     ``camera.basis(width, height)`` when the caller has it already. ``aovs`` is the device addresses of
     (AOV sums, colour, albedo, normal) for a launch that writes the denoiser's inputs (None: it does not).
+    ``environment`` is the device address of the ``EnvironmentRecord`` (0: none) and
+    ``environment_probability`` the probability that light sampling picks it.
     """
     eye, u, v, w = basis if basis is not None else camera.basis(options.width, options.height)
     params["accum"], params["image"], params["meshes"], params["emitters"] = accum, image, meshes, emitters
@@ -54,16 +69,78 @@ def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: i
     params["num_emitters"] = num_emitters
     params["inv_total"] = 1.0 / (sample_offset + spp)
     params["aov_sums"], params["color"], params["albedo"], params["normal"] = aovs if aovs is not None else (0, 0, 0, 0)
+    params["environment"], params["environment_probability"] = environment, environment_probability
 
 
-def mesh_records(scene: Scene, vertex_pointers: list[int], index_pointers: list[int],
-                 emitter_offsets: np.ndarray) -> np.ndarray:
-    """The ``MeshRecord`` array of ``scene`` (host), given the device addresses of each mesh's arrays."""
+def material_record(material: Material, texture_handle: Callable[[Texture | None], int] = lambda t: 0,
+                    plastic_table: int = 0) -> np.ndarray:
+    """The ``MaterialRecord`` of ``material`` (a numpy scalar of :data:`MATERIAL_RECORD`).
+
+    ``texture_handle`` gives the device texture object of each of its textures; ``plastic_table`` is the
+    device address of its plastic table (:func:`plastic_table`), for ``plastic`` materials.
+    """
+    record = np.zeros((), MATERIAL_RECORD)
+    record["type"] = BSDF_TYPES.index(material.bsdf)
+    # One field, two meanings: the kernel squares glTF's roughness itself, after its texture scaled it.
+    record["alpha"] = material.roughness if material.bsdf == "metallic_roughness" else material.alpha
+    record["eta"] = material.int_ior / material.ext_ior
+    record["metallic"] = material.metallic
+    record["color"] = material.reflectance
+    record["opacity"] = material.opacity
+    record["conductor_eta"] = np.asarray(material.eta) / material.ext_ior
+    record["conductor_k"] = np.asarray(material.k) / material.ext_ior
+    record["alpha_cutoff"] = material.alpha_cutoff
+    record["normal_scale"] = material.normal_scale
+    record["emission"] = material.emission
+    record["plastic_table"] = plastic_table
+    if material.bsdf == "plastic":
+        record["plastic_internal"] = plastic_constants(record["eta"].item(), material.alpha).internal_reflectance
+    for slot, texture in (("color_texture", material.reflectance_texture),
+                          ("roughness_texture", material.metallic_roughness_texture),
+                          ("emission_texture", material.emission_texture),
+                          ("normal_texture", material.normal_texture)):
+        record[slot] = texture_handle(texture)
+        record[f"{slot}_uv"] = (texture.transform.matrix() if texture is not None else _IDENTITY_UV).reshape(-1)
+    return record
+
+
+_IDENTITY_UV = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], np.float32)
+
+
+def plastic_table(material: Material) -> np.ndarray:
+    """What a ``plastic`` material's ``plastic_table`` points at: its coating's external transmittance table."""
+    return np.ascontiguousarray(plastic_constants(material.int_ior / material.ext_ior, material.alpha).transmittance,
+                                np.float32)
+
+
+def mesh_flags(mesh: Mesh) -> int:
+    """The ``MeshFlags`` of ``mesh``."""
+    material = mesh.material
+    flags = MESH_TWO_SIDED if material.two_sided or material.transmits else 0
+    if material.is_emissive:
+        flags |= MESH_EMISSIVE
+    if is_light_sampled(mesh):
+        flags |= MESH_LIGHT_SAMPLED
+    if material.alpha_mode == "mask":
+        flags |= MESH_ALPHA_MASK
+    elif material.alpha_mode == "blend":
+        flags |= MESH_ALPHA_BLEND
+    return flags
+
+
+def mesh_records(scene: Scene, vertex_pointers: list[int], index_pointers: list[int], emitter_offsets: np.ndarray,
+                 material_pointers: list[int], attribute_pointers: list[tuple[int, int, int]] | None = None) -> np.ndarray:
+    """The ``MeshRecord`` array of ``scene`` (host), given the device addresses of each mesh's arrays.
+
+    ``material_pointers[k]`` is the address of mesh ``k``'s ``MaterialRecord``; ``attribute_pointers[k]`` the
+    addresses of its (normals, uvs, tangents), 0 for those it lacks (None: none has any).
+    """
     records = np.zeros(len(scene.meshes), MESH_RECORD)
     for k, mesh in enumerate(scene.meshes):
-        material = mesh.material
         records[k]["vertices"], records[k]["indices"] = vertex_pointers[k], index_pointers[k]
-        records[k]["reflectance"], records[k]["emission"] = material.reflectance, material.emission
+        if attribute_pointers is not None:
+            records[k]["normals"], records[k]["uvs"], records[k]["tangents"] = attribute_pointers[k]
+        records[k]["material"] = material_pointers[k]
         records[k]["emitter_offset"] = int(emitter_offsets[k])
-        records[k]["flags"] = (MESH_TWO_SIDED if material.two_sided else 0) | (MESH_EMISSIVE if material.is_emissive else 0)
+        records[k]["flags"] = mesh_flags(mesh)
     return records

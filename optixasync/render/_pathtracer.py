@@ -229,7 +229,8 @@ class PathTracer:
         scene = self.device_scene
         fill_params(params, options=self.options, camera=self.camera, accum=int(accum.data.ptr), image=image,
                     meshes=scene.records_pointer, emitters=scene.emitters_pointer, num_emitters=len(scene.emitters),
-                    handle=scene.handle, sample_offset=sample_offset, spp=spp, basis=self._camera_basis(), aovs=aovs)
+                    handle=scene.handle, sample_offset=sample_offset, spp=spp, basis=self._camera_basis(), aovs=aovs,
+                    environment=scene.environment_pointer, environment_probability=scene.environment_probability)
 
     def _order(self, stream: Any) -> int:
         """Make ``stream`` wait (on the GPU) for the scene's set-up, its last structure update and our buffers."""

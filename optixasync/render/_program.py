@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COMPILE_OPTIONS", "MODULE_OPTIONS", "PIPELINE_OPTIONS", "PathTracerProgram"]
 
-#: Pipeline-wide options: 3 payloads (t, primitive, mesh), one GAS traced directly, no exception checks.
-PIPELINE_OPTIONS = PipelineOptions(num_payload_values=3, num_attribute_values=2,
+#: Pipeline-wide options: 5 payloads (t, primitive, mesh, barycentrics), one GAS traced directly, no exception checks.
+PIPELINE_OPTIONS = PipelineOptions(num_payload_values=5, num_attribute_values=2,
                                    traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
 #: Full OptiX optimisation, no debug information.
 MODULE_OPTIONS = ModuleOptions(opt_level=CompileOptimizationLevel.LEVEL_3, debug_level=CompileDebugLevel.NONE)
@@ -29,7 +29,7 @@ COMPILE_OPTIONS = CompileOptions(use_fast_math=True)
 
 
 class PathTracerProgram:
-    """``kernels/pathtracer.cu`` compiled and linked: raygen, radiance and shadow miss, one hit group.
+    """``kernels/pathtracer.cu`` compiled and linked: raygen, radiance and shadow miss, one hit group (closest hit and the cut-out any hit).
 
     Two pipelines share the miss and hit groups: ``pipeline`` launches the plain raygen, ``pipeline_aovs``
     the one that also writes the denoiser's inputs (a separate entry point, so that the plain launch
@@ -50,7 +50,9 @@ class PathTracerProgram:
         self.raygen_aovs = ProgramGroup.raygen(ctx, self.module, "__raygen__pathtrace_aovs")
         self.miss_radiance = ProgramGroup.miss(ctx, self.module, "__miss__radiance")
         self.miss_shadow = ProgramGroup.miss(ctx, self.module, "__miss__shadow")
-        self.hit = ProgramGroup.hitgroup(ctx, self.module, closesthit="__closesthit__radiance")
+        # The any-hit program runs only on meshes built with any-hit enabled (cut-out materials).
+        self.hit = ProgramGroup.hitgroup(ctx, self.module, closesthit="__closesthit__radiance",
+                                         anyhit="__anyhit__cutout")
         shared = [self.miss_radiance, self.miss_shadow, self.hit]
         self.pipeline = Pipeline(ctx, [self.raygen, *shared], max_trace_depth=1)
         self.pipeline_aovs = Pipeline(ctx, [self.raygen_aovs, *shared], max_trace_depth=1)

@@ -78,7 +78,7 @@ def tonemap_device(linear: Any, out: Any, stream: Any) -> None:
     _tonemap_kernel()(((n + 255) // 256,), (256,), (linear, out, np.uint32(n)), stream=as_cupy_stream(stream))
 
 
-def srgb_to_linear(codes: Any) -> np.ndarray:
-    """The inverse curve: 8-bit sRGB codes to linear float32 (for comparisons in tests and tools)."""
-    s = np.asarray(codes, dtype=np.float64) / 255.0
+def srgb_to_linear(codes: Any, scale: float = 255.0) -> np.ndarray:
+    """The inverse curve: sRGB codes (8-bit by default; ``scale`` is the code of 1) to linear float32."""
+    s = np.clip(np.asarray(codes, dtype=np.float64) / scale, 0.0, 1.0)
     return np.where(s <= 0.04045, s / 12.92, ((s + 0.055) / 1.055) ** 2.4).astype(np.float32)

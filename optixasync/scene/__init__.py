@@ -1,4 +1,4 @@
-"""Scenes for the path tracer: materials, triangle meshes, shapes, the camera, and the Cornell box.
+"""Scenes for the path tracer: materials, textures, triangle meshes, shapes, lights, the camera, built-in scenes.
 
 Plain host-side data (numpy); :class:`optixasync.render.PathTracer` turns a
 :class:`Scene` into an acceleration structure and device records.
@@ -9,6 +9,18 @@ from __future__ import annotations
 from ._camera import DEFAULT_FOV, Camera
 from ._cloth import ClothAnimation, cloth_indices
 from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
+from ._environment import ENVIRONMENT_SUFFIXES, Environment, load_environment
+from ._frames import framing_camera, generate_tangents
+from ._gltf import (
+    GLTF_EXTENSIONS,
+    SCENE_SUFFIXES,
+    GltfAsset,
+    GltfCamera,
+    GltfInstance,
+    load_gltf,
+    load_scene,
+    read_gltf,
+)
 from ._load import (
     MESH_SUFFIXES,
     check_mesh_path,
@@ -18,11 +30,58 @@ from ._load import (
     load_into_cornell_box,
     load_mesh,
 )
-from ._material import Material
+from ._material import ALPHA_MODES, BSDF_TYPES, Material
+from ._materials_scene import (
+    COPPER_ETA,
+    COPPER_K,
+    GOLD_ETA,
+    GOLD_K,
+    SUN_DIRECTION,
+    bumps_normal_map,
+    checker_texture,
+    leaf_quad,
+    leaf_texture,
+    material_environment,
+    material_scene,
+)
 from ._mesh import Mesh, cube, rectangle, sphere
+from ._obj import load_obj
 from ._scene import Scene
+from ._texture import TEXTURE_FILTERS, TEXTURE_WRAPS, Texture, TextureTransform, load_texture
 
 __all__ = [
+    "COPPER_ETA",
+    "COPPER_K",
+    "GOLD_ETA",
+    "GOLD_K",
+    "SUN_DIRECTION",
+    "bumps_normal_map",
+    "checker_texture",
+    "leaf_quad",
+    "leaf_texture",
+    "material_environment",
+    "material_scene",
+    "GLTF_EXTENSIONS",
+    "GltfAsset",
+    "GltfCamera",
+    "GltfInstance",
+    "SCENE_SUFFIXES",
+    "framing_camera",
+    "generate_tangents",
+    "load_gltf",
+    "load_obj",
+    "load_scene",
+    "read_gltf",
+    "ALPHA_MODES",
+    "BSDF_TYPES",
+    "ENVIRONMENT_SUFFIXES",
+    "Environment",
+    "TEXTURE_FILTERS",
+    "TEXTURE_WRAPS",
+    "Texture",
+    "TextureTransform",
+    "load_environment",
+    "load_texture",
     "MESH_SUFFIXES",
     "CORNELL_COLORS",
     "CORNELL_LIGHT_RADIANCE",

@@ -1,4 +1,30 @@
-"""Materials: Lambertian reflection and one-sided area emission, as RGB triples."""
+"""Materials: which BSDF a surface has, its parameters and textures, and its emission.
+
+A :class:`Material` names one BSDF family (:data:`BSDF_TYPES`) and the
+parameters that family reads; the others are ignored. The families and their
+parameters follow the reference renderer (Mitsuba 3) where it has the same
+model, and glTF 2.0 for ``"metallic_roughness"``:
+
+=====================  ========================================================================================
+``"diffuse"``          Lambertian; ``reflectance`` is the albedo.
+``"conductor"``        A metal: exact conductor Fresnel of ``eta`` + i ``k`` (RGB, relative to the exterior)
+                       times ``reflectance`` (the specular reflectance); smooth (a mirror) when ``alpha`` is 0,
+                       else GGX microfacets of roughness ``alpha``.
+``"dielectric"``       Glass: reflection and refraction with exact dielectric Fresnel between ``ext_ior``
+                       (the side the winding normal points to) and ``int_ior``; smooth when ``alpha`` is 0,
+                       else GGX. Always two-sided (both sides are the same interface).
+``"plastic"``          A diffuse base of albedo ``reflectance`` under a GGX dielectric coating of roughness
+                       ``alpha`` (> 0) and index ``int_ior`` / ``ext_ior`` (Mitsuba's ``roughplastic``).
+``"metallic_roughness"`` glTF 2.0's material: base colour ``reflectance``, ``metallic``, ``roughness``
+                       (GGX ``alpha = roughness**2``), Schlick Fresnel with F0 = mix(0.04, base, metallic).
+=====================  ========================================================================================
+
+Textures multiply their factor (glTF's convention): ``reflectance_texture``
+(rgb times ``reflectance``, its alpha times ``opacity``),
+``metallic_roughness_texture`` (glTF: green times ``roughness``, blue times
+``metallic``), ``emission_texture`` (rgb times ``emission``) and a
+tangent-space ``normal_texture`` (scaled by ``normal_scale``).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +32,23 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Material", "triple"]
+from ._texture import Texture
+
+__all__ = ["ALPHA_MODES", "BSDF_TYPES", "Material", "triple"]
+
+#: The BSDF families, in the order of the kernel's ``BsdfType``.
+BSDF_TYPES = ("diffuse", "conductor", "dielectric", "plastic", "metallic_roughness")
+#: glTF's alpha modes: ``"opaque"`` ignores opacity; ``"mask"`` cuts out where it is below ``alpha_cutoff``;
+#: ``"blend"`` is rendered as a stochastic mask (a ray passes with probability 1 - opacity).
+ALPHA_MODES = ("opaque", "mask", "blend")
 
 
 def triple(value: Any, name: str) -> tuple[float, float, float]:
-    """``value`` as a tuple of three finite floats; ValueError/TypeError naming ``name`` otherwise."""
+    """``value`` as a tuple of three finite floats (a single number is repeated); ValueError/TypeError naming ``name``."""
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be 3 numbers, got {value!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = (value, value, value)
     try:
         items = [float(v) for v in value]
     except TypeError as exc:
@@ -28,45 +64,139 @@ def triple(value: Any, name: str) -> tuple[float, float, float]:
 
 @dataclass(frozen=True)
 class Material:
-    """The surface of a mesh: diffuse reflectance and area emission.
+    """The surface of a mesh: a BSDF, its textures, and area emission.
 
     Attributes
     ----------
-    reflectance : tuple of 3 floats
-        Lambertian albedo per RGB channel, each in [0, 1].
-    emission : tuple of 3 floats
-        Emitted radiance per RGB channel (>= 0), leaving the front side only:
-        the side of the winding normal ``cross(v1 - v0, v2 - v0)``.
+    reflectance : 3 floats in [0, 1]
+        Diffuse albedo (``diffuse``, ``plastic``), specular reflectance
+        (``conductor``) or base colour (``metallic_roughness``).
+    emission : 3 floats >= 0
+        Emitted radiance, leaving the front side only: the side of the
+        winding normal ``cross(v1 - v0, v2 - v0)``.
     two_sided : bool
-        False: the surface reflects on its front side only and is black seen
-        from the back (the reference renderer's ``diffuse``). True: both sides
-        reflect, each about its own side's normal. Emission stays one-sided.
+        False: reflecting surfaces are black seen from the back (the
+        reference renderer's default). True: both sides reflect, each about
+        its own side's normal. Dielectrics are always two-sided; emission
+        stays one-sided.
+    bsdf : str
+        One of :data:`BSDF_TYPES`.
+    alpha : float in [0, 1]
+        GGX roughness of ``conductor``, ``dielectric`` and ``plastic`` (0:
+        smooth; ``plastic`` needs > 0).
+    eta, k : 3 floats >= 0
+        ``conductor``: the complex index of refraction, per RGB channel
+        (default 0 + 1i: a perfect mirror).
+    int_ior, ext_ior : float > 0
+        ``dielectric`` and ``plastic``: index inside and outside.
+    metallic, roughness : float in [0, 1]
+        ``metallic_roughness`` (glTF's factors; defaults 1 and 1 as in glTF).
+    opacity : float in [0, 1]
+        Coverage for ``alpha_mode`` mask and blend (glTF's base colour alpha).
+    alpha_mode : str
+        One of :data:`ALPHA_MODES`.
+    alpha_cutoff : float in [0, 1]
+        ``mask``: opacity below it is cut out.
+    reflectance_texture, metallic_roughness_texture, emission_texture, normal_texture : Texture or None
+    normal_scale : float
+        Scales the normal map's x and y (glTF's ``normalTexture.scale``).
+    name : str
 
     Raises
     ------
-    ValueError
-        On a non-finite component, a reflectance outside [0, 1], a negative
-        emission or a wrong number of components.
+    ValueError, TypeError
+        On an unknown BSDF or alpha mode, a non-finite or out-of-range
+        parameter (roughness outside [0, 1], an index <= 0, a negative
+        colour) or a texture that is not a :class:`Texture`; the message
+        names the material and the field.
     """
 
     reflectance: tuple[float, float, float] = (0.8, 0.8, 0.8)
     emission: tuple[float, float, float] = (0.0, 0.0, 0.0)
     two_sided: bool = False
+    bsdf: str = "diffuse"
+    alpha: float = 0.0
+    eta: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    k: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    int_ior: float = 1.5
+    ext_ior: float = 1.0
+    metallic: float = 1.0
+    roughness: float = 1.0
+    opacity: float = 1.0
+    alpha_mode: str = "opaque"
+    alpha_cutoff: float = 0.5
+    reflectance_texture: Texture | None = None
+    metallic_roughness_texture: Texture | None = None
+    emission_texture: Texture | None = None
+    normal_texture: Texture | None = None
+    normal_scale: float = 1.0
+    name: str = ""
 
     def __post_init__(self) -> None:
-        reflectance = triple(self.reflectance, "reflectance")
-        emission = triple(self.emission, "emission")
-        if not all(0.0 <= v <= 1.0 for v in reflectance):
-            raise ValueError(f"reflectance must lie in [0, 1] per channel, got {reflectance}")
-        if not all(v >= 0.0 for v in emission):
-            raise ValueError(f"emission must be >= 0 per channel, got {emission}")
+        label = f"material {self.name!r}" if self.name else "material"
+        if not isinstance(self.name, str):
+            raise TypeError(f"material name must be a str, got {type(self.name).__name__}")
+        if self.bsdf not in BSDF_TYPES:
+            raise ValueError(f"{label}: bsdf must be one of {BSDF_TYPES}, got {self.bsdf!r}")
+        if self.alpha_mode not in ALPHA_MODES:
+            raise ValueError(f"{label}: alpha_mode must be one of {ALPHA_MODES}, got {self.alpha_mode!r}")
         if not isinstance(self.two_sided, bool):
-            raise TypeError(f"two_sided must be a bool, got {type(self.two_sided).__name__}")
+            raise TypeError(f"{label}: two_sided must be a bool, got {type(self.two_sided).__name__}")
+        reflectance = triple(self.reflectance, f"{label} reflectance")
+        emission = triple(self.emission, f"{label} emission")
+        eta = triple(self.eta, f"{label} eta")
+        k = triple(self.k, f"{label} k")
+        if not all(0.0 <= v <= 1.0 for v in reflectance):
+            raise ValueError(f"{label}: reflectance must lie in [0, 1] per channel, got {reflectance}")
+        for field_name, value in (("emission", emission), ("eta", eta), ("k", k)):
+            if not all(v >= 0.0 for v in value):
+                raise ValueError(f"{label}: {field_name} must be >= 0 per channel, got {value}")
+        scalars = {}
+        for field_name, low, high in (("alpha", 0.0, 1.0), ("metallic", 0.0, 1.0), ("roughness", 0.0, 1.0),
+                                      ("opacity", 0.0, 1.0), ("alpha_cutoff", 0.0, 1.0),
+                                      ("int_ior", None, None), ("ext_ior", None, None),
+                                      ("normal_scale", None, None)):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{label}: {field_name} must be a number, got {value!r}")
+            value = float(value)
+            if not math.isfinite(value):
+                raise ValueError(f"{label}: {field_name} must be finite, got {value}")
+            if low is not None and not low <= value <= high:
+                raise ValueError(f"{label}: {field_name} must lie in [{low}, {high}], got {value}")
+            scalars[field_name] = value
+        for field_name in ("int_ior", "ext_ior"):
+            if not scalars[field_name] > 0.0:
+                raise ValueError(f"{label}: {field_name} must be > 0, got {scalars[field_name]}")
+        if self.bsdf == "plastic" and scalars["alpha"] <= 0.0:
+            raise ValueError(f"{label}: a plastic needs alpha > 0 (its coating is a rough dielectric), got 0")
+        if self.bsdf == "plastic" and scalars["int_ior"] == scalars["ext_ior"]:
+            raise ValueError(f"{label}: a plastic needs int_ior != ext_ior (a coating of the same index is no "
+                             f"coating), got {scalars['int_ior']} for both")
+        if self.bsdf == "conductor" and not any(v > 0.0 for v in (*eta, *k)):
+            raise ValueError(f"{label}: a conductor needs eta or k > 0 in some channel, got eta {eta} and k {k}")
+        for field_name in ("reflectance_texture", "metallic_roughness_texture", "emission_texture", "normal_texture"):
+            texture = getattr(self, field_name)
+            if texture is not None and not isinstance(texture, Texture):
+                raise TypeError(f"{label}: {field_name} must be a Texture or None, got {type(texture).__name__}")
         # Frozen: normalise through object.__setattr__ so equal materials compare and hash equal.
-        object.__setattr__(self, "reflectance", reflectance)
-        object.__setattr__(self, "emission", emission)
+        for field_name, value in (("reflectance", reflectance), ("emission", emission), ("eta", eta), ("k", k),
+                                  *scalars.items()):
+            object.__setattr__(self, field_name, value)
 
     @property
     def is_emissive(self) -> bool:
         """Whether any channel of the emission is positive."""
         return max(self.emission) > 0.0
+
+    @property
+    def textures(self) -> dict[str, Texture]:
+        """The material's textures by field name (only those set)."""
+        return {name: texture for name in ("reflectance_texture", "metallic_roughness_texture", "emission_texture",
+                                           "normal_texture")
+                if (texture := getattr(self, name)) is not None}
+
+    @property
+    def transmits(self) -> bool:
+        """Whether light passes through the surface (a dielectric)."""
+        return self.bsdf == "dielectric"

@@ -41,6 +41,16 @@ class Mesh:
         The vertices will move (the path tracer builds its structure for
         refits). Emissive meshes must be static: the emitter table holds
         their world positions.
+    normals : array (V, 3) float32 or None
+        Per-vertex shading normals (smooth shading), interpolated across
+        each triangle; None: the flat triangle normal. Host arrays.
+    uvs : array (V, 2) float32 or None
+        Per-vertex texture coordinates (glTF's: (0, 0) at the image's top
+        left); needed by textured materials.
+    tangents : array (V, 4) float32 or None
+        Per-vertex tangents, w = the bitangent's handedness (glTF's); for
+        normal maps. None: a normal map is oriented by the UVs' directions
+        on each triangle (u along the tangent, decreasing v along the bitangent).
 
     Raises
     ------
@@ -57,6 +67,9 @@ class Mesh:
     material: Material = field(default_factory=Material)
     name: str = ""
     dynamic: bool = False
+    normals: Any = None
+    uvs: Any = None
+    tangents: Any = None
 
     def __post_init__(self) -> None:
         label = f"mesh {self.name!r}" if self.name else "mesh"
@@ -68,6 +81,12 @@ class Mesh:
             raise TypeError(f"{label}: dynamic must be a bool, got {type(self.dynamic).__name__}")
         self.num_vertices = check_vertices(self.vertices, name=f"{label} vertices")
         self.num_triangles = check_indices(self.indices, self.num_vertices, name=f"{label} indices")
+        for attribute, width in (("normals", 3), ("uvs", 2), ("tangents", 4)):
+            setattr(self, attribute, check_attribute(getattr(self, attribute), self.num_vertices, width,
+                                                     f"{label} {attribute}"))
+        if self.material.textures and self.uvs is None:
+            raise ValueError(f"{label}: its material has textures ({', '.join(self.material.textures)}) "
+                             "but the mesh has no uvs")
         if self.dynamic and self.material.is_emissive:
             raise ValueError(f"{label} is emissive and dynamic: emitters must be static (the emitter table "
                              "holds their world positions)")
@@ -113,7 +132,34 @@ class Mesh:
         new_indices = np.array(indices, copy=True)
         if np.linalg.det(m[:, :3]) < 0:
             new_indices = np.ascontiguousarray(new_indices[:, [0, 2, 1]])
-        return Mesh(np.ascontiguousarray(moved, dtype=np.float32), new_indices, self.material, self.name, self.dynamic)
+        normals, tangents = self.normals, self.tangents
+        if normals is not None:  # normals transform by the inverse transpose
+            normals = normals.astype(np.float64) @ np.linalg.inv(m[:, :3])
+            normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-30)
+            normals = normals.astype(np.float32)
+        if tangents is not None:
+            moved_t = tangents[:, :3].astype(np.float64) @ m[:, :3].T
+            moved_t /= np.maximum(np.linalg.norm(moved_t, axis=1, keepdims=True), 1e-30)
+            sign = tangents[:, 3:] * (-1.0 if np.linalg.det(m[:, :3]) < 0 else 1.0)
+            tangents = np.concatenate([moved_t, sign], axis=1).astype(np.float32)
+        return Mesh(np.ascontiguousarray(moved, dtype=np.float32), new_indices, self.material, self.name, self.dynamic,
+                    normals, self.uvs, tangents)
+
+
+def check_attribute(array: Any, num_vertices: int, width: int, name: str) -> np.ndarray | None:
+    """A per-vertex attribute as a C-contiguous (V, width) float32 host array, or None; ValueError/TypeError naming it."""
+    if array is None:
+        return None
+    if is_device_array(array) or not isinstance(array, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array (host), got {type(array).__name__}")
+    if array.dtype.kind != "f":
+        raise ValueError(f"{name} must have a float dtype, got {array.dtype}")
+    if array.shape != (num_vertices, width):
+        raise ValueError(f"{name} must have shape ({num_vertices}, {width}) (one per vertex), got {array.shape}")
+    if not np.isfinite(array).all():
+        bad = int(np.argwhere(~np.isfinite(array).all(axis=1))[0, 0])
+        raise ValueError(f"{name} contains NaN or Inf (first at vertex {bad})")
+    return np.ascontiguousarray(array, dtype=np.float32)
 
 
 # --- shapes ---------------------------------------------------------------------------------------------------------
@@ -183,7 +229,7 @@ def _subdivide(v: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sphere(center: Any = (0.0, 0.0, 0.0), radius: float = 1.0, material: Material | None = None, *,
-           subdivisions: int = 4, inward: bool = False, name: str = "") -> Mesh:
+           subdivisions: int = 4, inward: bool = False, smooth: bool = False, name: str = "") -> Mesh:
     """An icosphere: ``20 * 4**subdivisions`` triangles with vertices on the sphere.
 
     Parameters
@@ -197,6 +243,10 @@ def sphere(center: Any = (0.0, 0.0, 0.0), radius: float = 1.0, material: Materia
     inward : bool
         Flip the winding so that the front sides face the centre (a closed
         room seen from inside, as in a furnace test).
+    smooth : bool
+        Give the mesh per-vertex normals (the sphere's, on the front side)
+        and UVs (latitude-longitude: ``u`` around +y from -z, ``v`` from the
+        top, 0, to the bottom, 1), for smooth shading and textures.
     name : str
     """
     c = np.asarray(center, dtype=np.float64)
@@ -214,5 +264,10 @@ def sphere(center: Any = (0.0, 0.0, 0.0), radius: float = 1.0, material: Materia
     if inward:
         f = f[:, [0, 2, 1]]
     vertices = np.ascontiguousarray(v * radius + c, dtype=np.float32)
+    normals = uvs = None
+    if smooth:
+        normals = np.ascontiguousarray(-v if inward else v, dtype=np.float32)
+        uvs = np.stack([0.5 + np.arctan2(v[:, 0], -v[:, 2]) / (2.0 * np.pi),
+                        np.arccos(np.clip(v[:, 1], -1.0, 1.0)) / np.pi], axis=1).astype(np.float32)
     return Mesh(vertices, np.ascontiguousarray(f, dtype=np.int32), material if material is not None else Material(),
-                name)
+                name, normals=normals, uvs=uvs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._camera import Camera
+from ._environment import Environment
 from ._mesh import Mesh
 
 __all__ = ["Scene"]
@@ -21,6 +22,9 @@ class Scene:
         acceleration structure (and ``PathTracer.vertices(i)``).
     camera : Camera
         Defaults to the Cornell box camera (eye at z = 3.9 looking along -z).
+    environment : Environment or None
+        Light arriving from infinitely far away (a constant or an HDR map),
+        seen by rays that leave the scene; None: black.
 
     Raises
     ------
@@ -30,6 +34,7 @@ class Scene:
 
     meshes: list[Mesh] = field(default_factory=list)
     camera: Camera = field(default_factory=lambda: Camera((0.0, 0.0, 3.9), (0.0, 0.0, 0.0)))
+    environment: Environment | None = None
 
     def __post_init__(self) -> None:
         self.meshes = list(self.meshes)
@@ -38,6 +43,8 @@ class Scene:
                 raise TypeError(f"scene mesh {k} must be a Mesh, got {type(mesh).__name__}")
         if not isinstance(self.camera, Camera):
             raise TypeError(f"scene camera must be a Camera, got {type(self.camera).__name__}")
+        if self.environment is not None and not isinstance(self.environment, Environment):
+            raise TypeError(f"scene environment must be an Environment or None, got {type(self.environment).__name__}")
 
     def add(self, mesh: Mesh) -> Mesh:
         """Append ``mesh`` and return it."""

@@ -1,5 +1,6 @@
 """What tests, examples and benchmarks share: a calibrated busy workload, the hello-triangle renderer, a rippling mesh,
-and the scripts' entry (one line and the CLI's exit status when the machine cannot run them).
+the scripts' entry (one line and the CLI's exit status when the machine cannot run them), and the comparison with
+the reference renderer (a scene as a Mitsuba 3 dict, and the per-pixel statistics that judge two images).
 
 These are small, complete OptiX programs built on the public layers; they
 are not part of the rendering API. The GPU spin helper lives in
@@ -9,23 +10,36 @@ are not part of the rendering API. The GPU spin helper lives in
 from __future__ import annotations
 
 from ._busy import BUSY_PARAMS, BusyWorkload, expected_busy_output
+from ._compare import PASS_FRACTION, BatchStatistics, batch_statistics, rmse, rmse_ratio, sidak_level, z_test
 from ._entry import child_output, require_gpu, run_main
 from ._hello import DEFAULT_TRIANGLE, HELLO_PARAMS, HelloRenderer, HelloResult, fill_params, render_triangle
+from ._mitsuba import MissingMitsubaError, import_mitsuba, mitsuba_scene_dict, mitsuba_texture
 from ._ripple import RippleAnimator, grid_mesh
 
 __all__ = [
     "BUSY_PARAMS",
+    "BatchStatistics",
     "BusyWorkload",
+    "MissingMitsubaError",
+    "PASS_FRACTION",
     "DEFAULT_TRIANGLE",
     "HELLO_PARAMS",
     "HelloRenderer",
     "HelloResult",
     "RippleAnimator",
+    "batch_statistics",
     "child_output",
     "expected_busy_output",
     "fill_params",
     "grid_mesh",
+    "import_mitsuba",
+    "mitsuba_scene_dict",
+    "mitsuba_texture",
     "render_triangle",
     "require_gpu",
+    "rmse",
+    "rmse_ratio",
     "run_main",
+    "sidak_level",
+    "z_test",
 ]

@@ -2,63 +2,72 @@
 //
 // The kernel source and its headers (kernels/pathtracer/*.h) are compiled unchanged by a C++ compiler. This
 // file supplies what NVRTC and OptiX would: the CUDA vector types and intrinsics the kernel uses (plain C++
-// versions), and the `oa::` device interface, whose trace() intersects every triangle of the scene
-// (Moller-Trumbore in double precision, closest hit or first hit) and runs the kernel's own closest-hit and
-// miss programs with the same semantics as OptiX: payload registers in and out, the miss program picked by
-// `miss_index`, no closest-hit program when RAY_FLAG_DISABLE_CLOSESTHIT is set. The test copies the kernels
-// folder into its build folder with an empty "optixasync_device.h", so that the kernel's own includes of it
-// resolve to nothing, and compiles this file with -I on that copy. Whatever a header uses from CUDA must be
-// defined here, before the #include of the kernel.
+// versions, in cuda_host_shims.h, shared with the BSDF harness), and the `oa::` device interface, whose trace()
+// intersects every triangle of the scene (Moller-Trumbore in double precision, closest hit or first hit) and
+// runs the kernel's own closest-hit and miss programs with the same semantics as OptiX: payload registers in and
+// out, the miss program picked by `miss_index`, no closest-hit program when RAY_FLAG_DISABLE_CLOSESTHIT is set.
+// The test copies the kernels folder into its build folder with an empty "optixasync_device.h", so that the
+// kernel's own includes of it resolve to nothing, and compiles this file with -I on that copy. Whatever a header
+// uses from CUDA must be defined in cuda_host_shims.h, which comes before the #include of the kernel.
 //
 // Entry point: oa_host_launch(params, triangles per mesh, mesh count, threads) runs the raygen program for
 // every pixel of params.width x params.height, as optixLaunch would.
-#include <math.h>
-
-#include <cmath>
-#include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <thread>
 #include <vector>
 
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __constant__
-#define __align__(n) alignas(n)
-
-struct alignas(8) float2 { float x, y; };
-struct float3 { float x, y, z; };
-struct alignas(16) float4 { float x, y, z, w; };
-struct uint3 { unsigned int x, y, z; };
-struct alignas(4) uchar4 { unsigned char x, y, z, w; };
-
-inline float3 make_float3(float x, float y, float z) { return {x, y, z}; }
-inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
-inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; }
-inline uchar4 make_uchar4(unsigned char x, unsigned char y, unsigned char z, unsigned char w) { return {x, y, z, w}; }
-
-template <typename T>
-inline T __ldg(const T* p) { return *p; }
-inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
-inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
-inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
-    const std::uint64_t v = (static_cast<std::uint64_t>(hi) << 32) | lo;
-    return static_cast<unsigned>(v >> (shift & 31u));
-}
-inline unsigned __umulhi(unsigned a, unsigned b) {
-    return static_cast<unsigned>((static_cast<std::uint64_t>(a) * b) >> 32);
-}
-inline void __sincosf(float x, float* s, float* c) { *s = std::sin(x); *c = std::cos(x); }
-inline float __powf(float a, float b) { return std::pow(a, b); }
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+#include "cuda_host_shims.h"
 
 typedef unsigned long long oa_traversable;
 
+// A texture object on the host: the "handle" the kernel holds is the address of one of these. Texels are linear
+// RGBA float32 (the test decodes sRGB before), looked up with the texture unit's rules for normalised
+// coordinates: texel centres at (i + 0.5) / size, bilinear weights from the fraction, and wrap, clamp or mirror
+// addressing per axis.
+struct HostTexture {
+    const float* texels;  // (height, width, 4)
+    int width, height;
+    int wrap[2];          // 0 repeat, 1 clamp, 2 mirror
+    int nearest;          // 1: nearest texel, 0: bilinear
+};
+
+inline int host_texel_index(int i, int size, int wrap) {
+    if (wrap == 1) return i < 0 ? 0 : (i >= size ? size - 1 : i);
+    if (wrap == 2) {
+        const int period = 2 * size;
+        int m = i % period;
+        if (m < 0) m += period;
+        return m < size ? m : period - 1 - m;
+    }
+    int m = i % size;
+    return m < 0 ? m + size : m;
+}
+
+template <typename T>
+inline T tex2D(unsigned long long handle, float u, float v) {
+    const HostTexture& t = *reinterpret_cast<const HostTexture*>(handle);
+    auto fetch = [&](int x, int y) {
+        const float* p = t.texels + 4 * (static_cast<long>(host_texel_index(y, t.height, t.wrap[1])) * t.width +
+                                         host_texel_index(x, t.width, t.wrap[0]));
+        return make_float4(p[0], p[1], p[2], p[3]);
+    };
+    if (t.wrap[0] == 0) u -= std::floor(u);
+    if (t.wrap[1] == 0) v -= std::floor(v);
+    const float x = u * t.width, y = v * t.height;
+    if (t.nearest) return fetch(static_cast<int>(std::floor(x)), static_cast<int>(std::floor(y)));
+    const float fx = x - 0.5f, fy = y - 0.5f;
+    const int x0 = static_cast<int>(std::floor(fx)), y0 = static_cast<int>(std::floor(fy));
+    const float ax = fx - x0, ay = fy - y0;
+    const float4 a = fetch(x0, y0), b = fetch(x0 + 1, y0), c = fetch(x0, y0 + 1), d = fetch(x0 + 1, y0 + 1);
+    auto mix = [](float4 p, float4 q, float w) {
+        return make_float4(p.x + (q.x - p.x) * w, p.y + (q.y - p.y) * w, p.z + (q.z - p.z) * w, p.w + (q.w - p.w) * w);
+    };
+    return mix(mix(a, b, ax), mix(c, d, ax), ay);
+}
+
 // The kernel's programs, defined by pathtracer.cu below.
 extern "C" void __closesthit__radiance();
+extern "C" void __anyhit__cutout();
 extern "C" void __miss__radiance();
 extern "C" void __miss__shadow();
 
@@ -80,6 +89,9 @@ struct ThreadState {
     float tmax;
     unsigned prim;
     unsigned gas_index;
+    float b1, b2;         // barycentrics of the hit or candidate
+    float3 origin;        // world ray origin
+    bool ignored;         // the any-hit program called ignore_intersection()
 };
 inline thread_local ThreadState state;
 
@@ -91,24 +103,32 @@ inline void set_payload(unsigned v) { state.payload[I] = v; }
 inline float ray_tmax() { return state.tmax; }
 inline unsigned primitive_index() { return state.prim; }
 inline unsigned sbt_gas_index() { return state.gas_index; }
+inline float2 triangle_barycentrics() { return make_float2(state.b1, state.b2); }
+inline float3 world_ray_origin() { return state.origin; }
+inline void ignore_intersection() { state.ignored = true; }
 
 // Defined after the kernel (it needs the kernel's launch parameters).
-bool intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* t, unsigned* prim, unsigned* mesh);
+bool intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* t, unsigned* prim, unsigned* mesh,
+               float* b1, float* b2);
 
 template <unsigned N>
 inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, float, unsigned, unsigned flags,
                   unsigned sbt_offset, unsigned sbt_stride, unsigned miss_index, unsigned (&p)[N]) {
     // The kernel relies on these (one SBT record per mesh, stride 1, offset 0): check them here too.
-    if (sbt_offset != 0u || sbt_stride != 1u || !(flags & RAY_FLAG_DISABLE_ANYHIT)) std::abort();
-    float t;
+    if (sbt_offset != 0u || sbt_stride != 1u || (flags & RAY_FLAG_DISABLE_ANYHIT)) std::abort();
+    float t, b1, b2;
     unsigned prim, mesh;
-    const bool hit = intersect(o, d, tmin, tmax, (flags & RAY_FLAG_TERMINATE_ON_FIRST_HIT) != 0u, &t, &prim, &mesh);
     for (unsigned i = 0; i < N; ++i) state.payload[i] = p[i];
+    state.origin = o;
+    const bool hit = intersect(o, d, tmin, tmax, (flags & RAY_FLAG_TERMINATE_ON_FIRST_HIT) != 0u, &t, &prim, &mesh,
+                               &b1, &b2);
     if (hit) {
         if (!(flags & RAY_FLAG_DISABLE_CLOSESTHIT)) {
             state.tmax = t;
             state.prim = prim;
             state.gas_index = mesh;
+            state.b1 = b1;
+            state.b2 = b2;
             __closesthit__radiance();
         }
     } else if (miss_index == 0u) {
@@ -130,8 +150,9 @@ extern "C" {
 PathTracerParams params;
 }
 
-static_assert(sizeof(PathTracerParams) == 160, "host layout of the launch parameters");
-static_assert(sizeof(MeshRecord) == 48, "host layout of a mesh record");
+static_assert(sizeof(PathTracerParams) == 176, "host layout of the launch parameters");
+static_assert(sizeof(MeshRecord) == 56, "host layout of a mesh record");
+static_assert(sizeof(MaterialRecord) == 216, "host layout of a material record");
 static_assert(sizeof(EmitterTriangle) == 64 && alignof(EmitterTriangle) == 16, "host layout of an emitter");
 
 namespace {
@@ -139,8 +160,25 @@ const unsigned* g_triangle_counts = nullptr;
 unsigned g_num_meshes = 0;
 }  // namespace
 
+// The any-hit program's verdict on a candidate (cut-out meshes only; OptiX skips it for the others, which are
+// built with any-hit disabled).
+static bool accepted(unsigned mesh, unsigned prim, double t, double u, double v) {
+    if (!(params.meshes[mesh].flags & (MESH_ALPHA_MASK | MESH_ALPHA_BLEND))) return true;
+    oa::ThreadState saved = oa::state;
+    oa::state.gas_index = mesh;
+    oa::state.prim = prim;
+    oa::state.tmax = static_cast<float>(t);
+    oa::state.b1 = static_cast<float>(u);
+    oa::state.b2 = static_cast<float>(v);
+    oa::state.ignored = false;
+    __anyhit__cutout();
+    const bool ignored = oa::state.ignored;
+    oa::state = saved;
+    return !ignored;
+}
+
 bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* t_out, unsigned* prim_out,
-                   unsigned* mesh_out) {
+                   unsigned* mesh_out, float* b1_out, float* b2_out) {
     double best = static_cast<double>(tmax);
     bool found = false;
     const double ox = o.x, oy = o.y, oz = o.z, dx = d.x, dy = d.y, dz = d.z;
@@ -164,9 +202,12 @@ bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* 
             if (v < 0.0 || u + v > 1.0) continue;
             const double t = (e2x * qx + e2y * qy + e2z * qz) * inv;
             if (t < tmin || t > best) continue;
+            if (!accepted(m, f, t, u, v)) continue;
             best = t;
             *prim_out = f;
             *mesh_out = m;
+            *b1_out = static_cast<float>(u);
+            *b2_out = static_cast<float>(v);
             found = true;
             if (any) {
                 *t_out = static_cast<float>(best);

@@ -22,7 +22,20 @@ import pytest
 
 # Where the package's kernels live (installed wheel or checkout) has no public door; the build copies them.
 from optixasync._config import kernels_dir
-from optixasync.render import PATH_PARAMS, RenderOptions, build_emitter_table, fill_params, mesh_records
+from optixasync.render import (
+    PATH_PARAMS,
+    RenderOptions,
+    build_emitter_table,
+    environment_record,
+    environment_tables,
+    fill_params,
+    material_record,
+    mesh_records,
+    srgb_to_linear,
+)
+from optixasync.render._device_scene import environment_probability
+from optixasync.render._params import plastic_table
+from optixasync.render._textures import texel_data
 from optixasync.scene import Camera, Material, Scene, cornell_box, rectangle, sphere
 
 HERE = Path(__file__).resolve().parent
@@ -68,27 +81,80 @@ def aligned(array: np.ndarray, alignment: int = 16) -> np.ndarray:
     return out
 
 
+#: ``HostTexture`` of pathtracer_host.cpp: texels pointer, width, height, wrap u, wrap v, nearest.
+HOST_TEXTURE = np.dtype({"names": ["texels", "width", "height", "wrap_u", "wrap_v", "nearest"],
+                         "formats": ["<u8", "<i4", "<i4", "<i4", "<i4", "<i4"],
+                         "offsets": [0, 8, 12, 16, 20, 24], "itemsize": 32})
+WRAPS = {"repeat": 0, "clamp": 1, "mirror": 2}
+
+
 class HostTracer:
-    """Builds the kernel's inputs with the library's host code and launches the host kernel."""
+    """Builds the kernel's inputs with the library's host code and launches the host kernel.
+
+    What the device scene uploads is kept here in host arrays (the kernel reads them through the same records):
+    vertices, indices, per-vertex attributes, materials, plastic tables, textures (linear float RGBA, decoded
+    like the texture unit would) and the environment's tables.
+    """
 
     def __init__(self, lib, scene: Scene, options: RenderOptions) -> None:
         self.lib, self.scene, self.options = lib, scene, options
+        self.keep: list[np.ndarray] = []  # everything a record points into
         self.vertices = [np.array(m.vertices, np.float32, order="C") for m in scene.meshes]  # copies, like an upload
         self.indices = [np.ascontiguousarray(m.indices, np.uint32) for m in scene.meshes]
         self.table = build_emitter_table(scene.meshes)
-        self.entries = aligned(self.table.entries) if len(self.table) else None
+        self.environment = self._environment(scene.environment)
+        self.environment_probability = environment_probability(scene, scene.environment, self.table)
+        selected = self.table.selected(1.0 - self.environment_probability)
+        self.entries = aligned(selected) if len(self.table) else None
+        attributes = [tuple(0 if a is None else self._pointer(np.ascontiguousarray(a, np.float32))
+                            for a in (m.normals, m.uvs, m.tangents)) for m in scene.meshes]
         self.records = aligned(mesh_records(scene, [v.ctypes.data for v in self.vertices],
-                                            [i.ctypes.data for i in self.indices], self.table.offsets))
+                                            [i.ctypes.data for i in self.indices], self.table.offsets,
+                                            [self._material(m.material) for m in scene.meshes], attributes))
         self.counts = np.array([m.num_triangles for m in scene.meshes], np.uint32)
         self.accum = aligned(np.zeros((options.height, options.width, 4), np.float32))
         self.image = aligned(np.zeros((options.height, options.width, 4), np.uint8))
+
+    def _pointer(self, array: np.ndarray) -> int:
+        array = aligned(array)
+        self.keep.append(array)
+        return array.ctypes.data
+
+    def _texture(self, texture) -> int:
+        if texture is None:
+            return 0
+        data, srgb = texel_data(texture)
+        texels = data.astype(np.float32) / (255.0 if data.dtype == np.uint8 else 65535.0 if data.dtype == np.uint16
+                                            else 1.0)
+        if srgb:
+            texels[..., :3] = srgb_to_linear(texels[..., :3], 1.0)
+        record = np.zeros((), HOST_TEXTURE)
+        record["texels"] = self._pointer(np.ascontiguousarray(texels, np.float32))
+        record["height"], record["width"] = texels.shape[:2]
+        record["wrap_u"], record["wrap_v"] = WRAPS[texture.wrap[0]], WRAPS[texture.wrap[1]]
+        record["nearest"] = int(texture.filter == "nearest")
+        return self._pointer(np.atleast_1d(record))
+
+    def _material(self, material) -> int:
+        table = self._pointer(plastic_table(material)) if material.bsdf == "plastic" else 0
+        return self._pointer(np.atleast_1d(material_record(material, self._texture, table)))
+
+    def _environment(self, environment) -> int:
+        if environment is None:
+            return 0
+        pointers = (0, 0, 0)
+        if environment.image is not None:
+            tables = environment_tables(environment.image)
+            pointers = tuple(self._pointer(a) for a in tables)
+        return self._pointer(np.atleast_1d(environment_record(environment, *pointers)))
 
     def launch(self, sample_offset: int, spp: int) -> None:
         params = np.zeros((), PATH_PARAMS)
         fill_params(params, options=self.options, camera=self.scene.camera, accum=self.accum.ctypes.data,
                     image=self.image.ctypes.data, meshes=self.records.ctypes.data,
                     emitters=self.entries.ctypes.data if self.entries is not None else 0,
-                    num_emitters=len(self.table), handle=1, sample_offset=sample_offset, spp=spp)
+                    num_emitters=len(self.table), handle=1, sample_offset=sample_offset, spp=spp,
+                    environment=self.environment, environment_probability=self.environment_probability)
         self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS)
 
     def render(self, spp: int, per_launch: int | None = None) -> np.ndarray:

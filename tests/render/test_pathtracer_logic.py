@@ -35,9 +35,31 @@ from optixasync.render import (
     srgb_to_linear,
     tonemap_srgb,
 )
-from optixasync.render._layout import MESH_EMISSIVE, MESH_TWO_SIDED, STRUCT_NAMES
+from optixasync.render._layout import (
+    MATERIAL_RECORD,
+    MESH_ALPHA_BLEND,
+    MESH_ALPHA_MASK,
+    MESH_EMISSIVE,
+    MESH_LIGHT_SAMPLED,
+    MESH_TWO_SIDED,
+    NESTED_MEMBERS,
+    STRUCT_NAMES,
+)
+from optixasync.render._params import material_record, mesh_flags, plastic_table
+from optixasync.render._plastic import PLASTIC_TABLE_SIZE
 from optixasync.render._program import COMPILE_OPTIONS
-from optixasync.scene import Camera, Material, Mesh, Scene, cornell_box, rectangle, sphere
+from optixasync.scene import (
+    BSDF_TYPES,
+    Camera,
+    Material,
+    Mesh,
+    Scene,
+    Texture,
+    TextureTransform,
+    cornell_box,
+    rectangle,
+    sphere,
+)
 
 
 def load_reference():
@@ -48,7 +70,7 @@ def load_reference():
 
 
 SOURCE = (kernels_dir() / "pathtracer.cu").read_text()
-ALIGNMENT = {"PathTracerParams": 8, "MeshRecord": 8, "EmitterTriangle": 16}
+ALIGNMENT = {"PathTracerParams": 8, "MeshRecord": 8, "EmitterTriangle": 16, "MaterialRecord": 8, "EnvironmentRecord": 8}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +89,7 @@ def test_struct_layouts_match_the_kernel():
         checks.append(f'static_assert(alignof({struct}) == {ALIGNMENT[struct]}, "alignment of {struct}");')
         for name in dtype.names:
             # a null-based member address is an address constant: NVRTC folds it into the initializer
-            probes.append(f"(const char*)&(({struct}*)0)->{name}")
+            probes.append(f"(const char*)&(({struct}*)0)->{NESTED_MEMBERS.get(name, name)}")
             expected.append(dtype.fields[name][1])
     source = SOURCE + "\n" + "\n".join(checks) + "\n" + (
         'extern "C" __device__ const char* oa_layout_probe[] = {' + ", ".join(probes) + "};\n")
@@ -77,7 +99,7 @@ def test_struct_layouts_match_the_kernel():
     offsets = [int(v) for v in match.group(2).split(",")]
     assert int(match.group(1)) == len(expected)
     assert offsets == expected
-    assert PATH_PARAMS.itemsize == 160 and MESH_RECORD.itemsize == 48 and EMITTER_TRIANGLE.itemsize == 64
+    assert PATH_PARAMS.itemsize == 176 and MESH_RECORD.itemsize == 56 and EMITTER_TRIANGLE.itemsize == 64
 
 
 def test_layout_probe_detects_a_mismatch():
@@ -89,8 +111,8 @@ def test_layout_probe_detects_a_mismatch():
 
 def test_kernel_entries(ptx):
     entries = set(re.findall(r"\.entry\s+(\w+)", ptx))
-    assert entries == {"__raygen__pathtrace", "__raygen__pathtrace_aovs", "__closesthit__radiance", "__miss__radiance",
-                       "__miss__shadow"}
+    assert entries == {"__raygen__pathtrace", "__raygen__pathtrace_aovs", "__closesthit__radiance", "__anyhit__cutout",
+                       "__miss__radiance", "__miss__shadow"}
     for raygen in ("__raygen__pathtrace", "__raygen__pathtrace_aovs"):
         body = ptx.split(f".entry {raygen}(")[1].split(".entry")[0]
         assert body.count("_optix_trace_typed_32") == 2, raygen  # one radiance ray, one shadow ray per bounce
@@ -102,10 +124,11 @@ def test_kernel_has_no_double_math_and_no_local_memory(ptx):
     assert ".local" not in ptx and "__local_depot" not in ptx, "local memory (a dynamically indexed array?)"
 
 
-def test_closest_hit_reports_three_payloads_and_nothing_else(ptx):
+def test_closest_hit_reports_five_payloads_and_nothing_else(ptx):
     body = ptx.split(".entry __closesthit__radiance")[1].split(".entry")[0]
-    assert body.count("_optix_set_payload") == 3
-    for call in ("_optix_get_ray_tmax", "_optix_read_primitive_idx", "_optix_read_sbt_gas_idx"):
+    assert body.count("_optix_set_payload") == 5
+    for call in ("_optix_get_ray_tmax", "_optix_read_primitive_idx", "_optix_read_sbt_gas_idx",
+                 "_optix_get_triangle_barycentrics"):
         assert call in body
     assert "ld.global" not in body
 
@@ -275,9 +298,15 @@ def test_emitter_table_of_several_meshes():
     np.testing.assert_array_equal(table.offsets, [0, 0, 0, 2])
     total = 1.0 + ball.areas().sum()
     assert table.total_area == pytest.approx(total)
-    np.testing.assert_allclose(table.entries["pdf"], 1 / total, rtol=1e-6)  # area-proportional selection
+    # Selection by power: area times luminance (the lamp's is 2, the ball's the green weight 0.7152).
+    power = np.r_[lamp.areas() * 2.0, ball.areas() * 0.7152]
+    assert table.power == pytest.approx(math.pi * power.sum())
     p = alias_probabilities(table.entries["alias_q"], table.entries["alias"])
-    np.testing.assert_allclose(p, np.r_[lamp.areas(), ball.areas()] / total, atol=1e-7)
+    np.testing.assert_allclose(p, power / power.sum(), atol=1e-7)
+    # pdf per unit area = probability / area: luminance / total power, the same on every triangle of a mesh
+    np.testing.assert_allclose(table.entries["pdf"][:2], 2.0 / power.sum(), rtol=1e-6)
+    np.testing.assert_allclose(table.entries["pdf"][2:], 0.7152 / power.sum(), rtol=1e-6)
+    np.testing.assert_allclose(table.selected(0.25)["pdf"], 0.25 * table.entries["pdf"], rtol=1e-6)
     np.testing.assert_allclose(table.entries["radiance"][:2], [[2, 2, 2]] * 2)
     np.testing.assert_allclose(table.entries["radiance"][2:], [[0, 1, 0]] * 80)
 
@@ -340,14 +369,52 @@ def test_mesh_records():
     scene = cornell_box()
     scene.meshes[0] = rectangle(np.eye(4), Material((0.1, 0.2, 0.3), two_sided=True), "floor")
     table = build_emitter_table(scene.meshes)
-    records = mesh_records(scene, [1000 + k for k in range(8)], [2000 + k for k in range(8)], table.offsets)
+    attributes = [(3000 + k, 0, 0) for k in range(8)]
+    records = mesh_records(scene, [1000 + k for k in range(8)], [2000 + k for k in range(8)], table.offsets,
+                           [4000 + k for k in range(8)], attributes)
     assert records.dtype == MESH_RECORD
     assert records["vertices"].tolist() == [1000 + k for k in range(8)]
     assert records["indices"].tolist() == [2000 + k for k in range(8)]
-    assert records["flags"].tolist() == [MESH_TWO_SIDED] + [0] * 6 + [MESH_EMISSIVE]
-    np.testing.assert_allclose(records["reflectance"][0], [0.1, 0.2, 0.3], rtol=1e-7)
-    np.testing.assert_allclose(records["emission"][7], scene.meshes[7].material.emission, rtol=1e-7)
+    assert records["material"].tolist() == [4000 + k for k in range(8)]
+    assert records["normals"].tolist() == [3000 + k for k in range(8)]
+    assert records["uvs"].tolist() == [0] * 8
+    assert records["flags"].tolist() == [MESH_TWO_SIDED] + [0] * 6 + [MESH_EMISSIVE | MESH_LIGHT_SAMPLED]
     assert records["emitter_offset"].tolist() == [0] * 8
+
+
+def test_mesh_flags_of_cut_out_glass_and_textured_emitters():
+    texture = Texture(np.zeros((2, 2, 4), np.uint8))
+    uvs = np.zeros((4, 2), np.float32)
+    glowing = Material(emission=(1, 1, 1), emission_texture=texture)
+    leaf = Material(reflectance_texture=texture, alpha_mode="mask")
+    veil = Material(alpha_mode="blend")
+    glass = Material(bsdf="dielectric")
+    flags = [mesh_flags(Mesh(rectangle().vertices, rectangle().indices, m, uvs=uvs))
+             for m in (glowing, leaf, veil, glass)]
+    assert flags == [MESH_EMISSIVE, MESH_ALPHA_MASK, MESH_ALPHA_BLEND, MESH_TWO_SIDED]  # glass: both sides
+
+
+def test_material_records():
+    texture = Texture(np.zeros((2, 2, 3), np.uint8), transform=TextureTransform(offset=(0.5, 0.25), scale=(2, 3)))
+    gold = Material(bsdf="conductor", alpha=0.2, eta=(0.2, 0.4, 1.4), k=(3.5, 2.4, 1.8), reflectance=1.0,
+                    ext_ior=1.25, reflectance_texture=texture)
+    record = material_record(gold, lambda t: 77 if t is texture else 0)
+    assert record.dtype == MATERIAL_RECORD
+    assert int(record["type"]) == BSDF_TYPES.index("conductor") and float(record["alpha"]) == pytest.approx(0.2)
+    np.testing.assert_allclose(record["conductor_eta"], np.array([0.2, 0.4, 1.4]) / 1.25, rtol=1e-6)  # relative
+    np.testing.assert_allclose(record["conductor_k"], np.array([3.5, 2.4, 1.8]) / 1.25, rtol=1e-6)
+    assert int(record["color_texture"]) == 77 and int(record["normal_texture"]) == 0
+    np.testing.assert_allclose(record["color_texture_uv"], [2, 0, 0.5, 0, 3, 0.25], atol=1e-7)
+    np.testing.assert_allclose(record["normal_texture_uv"], [1, 0, 0, 0, 1, 0])  # identity where empty
+    gltf = material_record(Material(bsdf="metallic_roughness", roughness=0.5, metallic=0.25))
+    # glTF's roughness travels as is: the kernel multiplies the texture's green in, then squares it
+    assert float(gltf["alpha"]) == 0.5 and float(gltf["metallic"]) == 0.25
+    glass = material_record(Material(bsdf="dielectric", int_ior=1.5, ext_ior=1.2))
+    assert float(glass["eta"]) == pytest.approx(1.25)
+    plastic = Material(bsdf="plastic", alpha=0.1, int_ior=1.49, reflectance=0.5)
+    record = material_record(plastic, plastic_table=1234)
+    assert int(record["plastic_table"]) == 1234 and 0.0 < float(record["plastic_internal"]) < 1.0
+    assert plastic_table(plastic).dtype == np.float32 and plastic_table(plastic).shape == (PLASTIC_TABLE_SIZE,)
 
 
 # --- the numpy reference used by the GPU tests ---------------------------------------------------------------------

@@ -81,10 +81,36 @@ def test_bad_material_is_a_value_error(kwargs, match):
 def test_material_type_errors():
     with pytest.raises(TypeError):
         Material(reflectance="red")
-    with pytest.raises(TypeError):
-        Material(reflectance=0.5)
     with pytest.raises(TypeError, match="two_sided"):
         Material(two_sided=1)
+    with pytest.raises(TypeError, match="alpha"):
+        Material(alpha="rough")
+    assert Material(reflectance=0.5).reflectance == (0.5, 0.5, 0.5)  # one number: grey
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(bsdf="velvet"), "bsdf must be one of"),
+    (dict(bsdf="conductor", alpha=1.5), "alpha must lie in"),
+    (dict(bsdf="metallic_roughness", roughness=-0.1), "roughness must lie in"),
+    (dict(bsdf="dielectric", int_ior=0.0), "int_ior must be > 0"),
+    (dict(bsdf="dielectric", ext_ior=float("nan")), "ext_ior must be finite"),
+    (dict(reflectance=(0.5, -0.1, 0.5)), r"reflectance must lie in \[0, 1\]"),
+    (dict(emission=(1.0, -1.0, 0.0)), "emission must be >= 0"),
+    (dict(bsdf="conductor", k=(-1.0, 1.0, 1.0)), "k must be >= 0"),
+    (dict(bsdf="plastic", alpha=0.0), "plastic needs alpha > 0"),
+    (dict(bsdf="plastic", alpha=0.1, int_ior=1.0, ext_ior=1.0), "int_ior != ext_ior"),
+    (dict(alpha_mode="cutout"), "alpha_mode must be one of"),
+    (dict(opacity=2.0), "opacity must lie in"),
+])
+def test_material_parameter_errors_name_the_material_and_field(fields, message):
+    with pytest.raises(ValueError, match=message) as info:
+        Material(name="brass", **fields)
+    assert "'brass'" in str(info.value)
+
+
+def test_material_texture_slots_take_textures_only():
+    with pytest.raises(TypeError, match="normal_texture must be a Texture"):
+        Material(normal_texture=np.zeros((2, 2, 3), np.uint8))
 
 
 # --- meshes ---------------------------------------------------------------------------------------------------------

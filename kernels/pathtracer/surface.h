@@ -1,0 +1,164 @@
+// What a ray hit: the surface point's geometry (normals, texture coordinates, shading frame) and its material
+// turned into a BSDF, with the textures looked up.
+//
+// Two normals matter. The geometric normal ng is the triangle's winding normal: it decides the front side for
+// emission and which side a new ray starts from. The shading normal comes from the mesh's per-vertex normals
+// (interpolated; the winding normal without them) and a normal map on top; BSDFs work in its frame, and which
+// side of it the ray arrived on decides front or back for reflection (the reference renderer's convention).
+#pragma once
+
+#include "pathtracer/bsdf.h"
+#include "pathtracer/geometry.h"
+#include "pathtracer/records.h"
+#include "pathtracer/texture.h"
+#include "pathtracer/vec_math.h"
+
+namespace pt {
+
+__forceinline__ __device__ float2 load2(const float* p) { return make_float2(__ldg(p), __ldg(p + 1)); }
+
+__forceinline__ __device__ float3 barycentric(float3 a, float3 b, float3 c, float b1, float b2) {
+    return a * (1.0f - b1 - b2) + b * b1 + c * b2;
+}
+
+struct SurfacePoint {
+    float3 ng;      // unit winding normal
+    float3 ns;      // unit shading normal (per-vertex normals and the normal map applied), on the side of ng
+    float2 uv;      // texture coordinates (0, 0 without them)
+};
+
+// The corners of triangle `prim` of a mesh.
+struct Triangle {
+    unsigned int i0, i1, i2;
+    float3 p0, p1, p2;
+};
+
+__forceinline__ __device__ Triangle load_triangle(const MeshRecord& mesh, unsigned int prim) {
+    const unsigned int* tri = mesh.indices + 3u * prim;
+    Triangle t;
+    t.i0 = __ldg(tri);
+    t.i1 = __ldg(tri + 1);
+    t.i2 = __ldg(tri + 2);
+    t.p0 = load3(mesh.vertices + 3u * t.i0);
+    t.p1 = load3(mesh.vertices + 3u * t.i1);
+    t.p2 = load3(mesh.vertices + 3u * t.i2);
+    return t;
+}
+
+__forceinline__ __device__ float2 interpolate_uv(const MeshRecord& mesh, const Triangle& t, float b1, float b2) {
+    if (!mesh.uvs) return make_float2(0.0f, 0.0f);
+    const float2 a = load2(mesh.uvs + 2u * t.i0), b = load2(mesh.uvs + 2u * t.i1), c = load2(mesh.uvs + 2u * t.i2);
+    const float b0 = 1.0f - b1 - b2;
+    return make_float2(a.x * b0 + b.x * b1 + c.x * b2, a.y * b0 + b.y * b1 + c.y * b2);
+}
+
+// The tangent-space frame of a normal map at the point: the mesh's tangents (glTF: bitangent = cross(n, t) * w),
+// or, without them, the direction of increasing u on the triangle and, for the bitangent, that of decreasing v
+// (glTF's normal maps point +y towards the top of the image, where v is 0).
+__forceinline__ __device__ float3 perturb_normal(const MeshRecord& mesh, const MaterialRecord& m, const Triangle& t,
+                                                 float b1, float b2, float2 uv, float3 n) {
+    const float4 texel = sample_texture(m.normal_texture, uv, make_float4(0.5f, 0.5f, 1.0f, 1.0f));
+    const float3 local = make_float3((2.0f * texel.x - 1.0f) * m.normal_scale, (2.0f * texel.y - 1.0f) * m.normal_scale,
+                                     2.0f * texel.z - 1.0f);
+    float3 tangent;
+    float sign;
+    if (mesh.tangents) {
+        const float* a = mesh.tangents + 4u * t.i0;
+        tangent = barycentric(load3(a), load3(mesh.tangents + 4u * t.i1), load3(mesh.tangents + 4u * t.i2), b1, b2);
+        sign = __ldg(a + 3) < 0.0f ? -1.0f : 1.0f;
+    } else {
+        const float2 a = load2(mesh.uvs + 2u * t.i0), b = load2(mesh.uvs + 2u * t.i1), c = load2(mesh.uvs + 2u * t.i2);
+        const float du1 = b.x - a.x, dv1 = b.y - a.y, du2 = c.x - a.x, dv2 = c.y - a.y;
+        const float det = du1 * dv2 - dv1 * du2;
+        const float3 e1 = t.p1 - t.p0, e2 = t.p2 - t.p0;
+        const float inv = det != 0.0f ? 1.0f / det : 0.0f;
+        tangent = (e1 * dv2 - e2 * dv1) * inv;                 // dp/du
+        const float3 dpdv = (e2 * du1 - e1 * du2) * inv;     // dp/dv
+        sign = dot(cross(n, tangent), dpdv) > 0.0f ? -1.0f : 1.0f;  // the bitangent points to decreasing v
+    }
+    tangent = tangent - n * dot(n, tangent);
+    const float length2 = dot(tangent, tangent);
+    if (!(length2 > 1e-20f)) return n;  // no usable tangent (degenerate UVs): the map cannot be oriented
+    tangent = tangent * rsqrtf(length2);
+    const float3 bitangent = cross(n, tangent) * sign;
+    const float3 mapped = tangent * local.x + bitangent * local.y + n * local.z;
+    const float mapped2 = dot(mapped, mapped);
+    return mapped2 > 1e-20f ? mapped * rsqrtf(mapped2) : n;
+}
+
+// The surface point at barycentrics (b1, b2) of triangle `t`.
+__forceinline__ __device__ SurfacePoint surface_point(const MeshRecord& mesh, const MaterialRecord& m,
+                                                      const Triangle& t, float b1, float b2) {
+    SurfacePoint s;
+    s.ng = normalize(cross(t.p1 - t.p0, t.p2 - t.p0));
+    s.uv = interpolate_uv(mesh, t, b1, b2);
+    s.ns = s.ng;
+    if (mesh.normals) {
+        const float3 n = barycentric(load3(mesh.normals + 3u * t.i0), load3(mesh.normals + 3u * t.i1),
+                                     load3(mesh.normals + 3u * t.i2), b1, b2);
+        const float n2 = dot(n, n);
+        if (n2 > 1e-20f) s.ns = n * rsqrtf(n2);
+    }
+    if (has_texture(m.normal_texture)) s.ns = perturb_normal(mesh, m, t, b1, b2, s.uv, s.ns);
+    return s;
+}
+
+__forceinline__ __device__ float3 rgb(float4 a) { return make_float3(a.x, a.y, a.z); }
+
+// The material's reflectance (its colour texture applied): the BSDF's colour and the denoiser's albedo.
+__forceinline__ __device__ float3 surface_color(const MaterialRecord& m, float2 uv) {
+    return m.color * rgb(sample_texture(m.color_texture, uv, make_float4(1.0f, 1.0f, 1.0f, 1.0f)));
+}
+
+__forceinline__ __device__ float3 surface_emission(const MaterialRecord& m, float2 uv) {
+    return m.emission * rgb(sample_texture(m.emission_texture, uv, make_float4(1.0f, 1.0f, 1.0f, 1.0f)));
+}
+
+// The material's BSDF at a point whose colour (surface_color) is `color`.
+__forceinline__ __device__ Bsdf surface_bsdf(const MaterialRecord& m, float2 uv, float3 color) {
+    Bsdf b;
+    b.type = static_cast<BsdfType>(m.type);
+    switch (b.type) {
+        case BSDF_CONDUCTOR:
+            b.conductor.eta = m.conductor_eta;
+            b.conductor.k = m.conductor_k;
+            b.conductor.specular = color;
+            b.conductor.alpha = m.alpha;
+            break;
+        case BSDF_DIELECTRIC:
+            b.dielectric.eta = m.eta;
+            b.dielectric.alpha = m.alpha;
+            break;
+        case BSDF_PLASTIC:
+            b.plastic.diffuse = color;
+            b.plastic.eta = m.eta;
+            b.plastic.alpha = fmaxf(m.alpha, 1e-4f);
+            b.plastic.internal_reflectance = m.plastic_internal;
+            // The coating's share of the samples: its mean reflectance (1) over the sum of both lobes'.
+            b.plastic.specular_weight = 1.0f / (1.0f + (color.x + color.y + color.z) * (1.0f / 3.0f));
+            b.plastic.transmittance = m.plastic_table;
+            break;
+        case BSDF_METALLIC_ROUGHNESS: {
+            // glTF: green is roughness and blue metalness, each multiplying its factor; alpha = roughness^2.
+            const float4 mr = sample_texture(m.roughness_texture, uv, make_float4(1.0f, 1.0f, 1.0f, 1.0f));
+            const float roughness = m.alpha * mr.y;
+            b.metallic_roughness.base = color;
+            b.metallic_roughness.metallic = m.metallic * mr.z;
+            b.metallic_roughness.alpha = roughness * roughness;
+            break;
+        }
+        case BSDF_DIFFUSE:
+        default:
+            b.type = BSDF_DIFFUSE;
+            b.diffuse.albedo = color;
+            break;
+    }
+    return b;
+}
+
+// Opacity at a point (alpha mask and blend): the factor times the colour texture's alpha.
+__forceinline__ __device__ float surface_opacity(const MaterialRecord& m, float2 uv) {
+    return m.opacity * sample_texture(m.color_texture, uv, make_float4(1.0f, 1.0f, 1.0f, 1.0f)).w;
+}
+
+}  // namespace pt
