@@ -125,7 +125,11 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
             frame = frame_from_normal(-sp.ns);
             wo = frame.to_local(-direction);
         }
-        const float3 point = origin + direction * t;
+        // The hit point from the barycentrics on the triangle, not origin + t * direction: that one's error
+        // grows with the distance travelled (a camera far from a surface near the world's origin put points
+        // below the surface by more than offset_ray's margin), this one's with the vertices' coordinates,
+        // which is what offset_ray assumes.
+        const float3 point = barycentric(tri.p0, tri.p1, tri.p2, __uint_as_float(hit[3]), __uint_as_float(hit[4]));
 
         // Next-event estimation: one point on one emitter (the environment with probability
         // env_probability, else a triangle of the emitter table), counted if nothing is in between.

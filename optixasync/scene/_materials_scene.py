@@ -202,6 +202,17 @@ def _sphere_materials() -> list[Material | None]:
     ]
 
 
+def _facing(position: tuple[float, float, float], target: tuple[float, float, float],
+            half_size: tuple[float, float]) -> np.ndarray:
+    """3x4 placement of the square [-1, 1]^2 (front +z) at ``position``, its front towards ``target``."""
+    p, t = np.asarray(position, float), np.asarray(target, float)
+    n = (t - p) / np.linalg.norm(t - p)
+    u = np.cross((0.0, 1.0, 0.0), n)
+    u /= np.linalg.norm(u)
+    v = np.cross(n, u)
+    return np.column_stack([u * half_size[0], v * half_size[1], n, p])
+
+
 def material_scene(*, environment: Environment | None = None, subdivisions: int = 5) -> Scene:
     """Fifteen materials side by side: smooth spheres of radius 0.45 on a grid of 3 rows by 5, on a ground plane.
 
@@ -221,8 +232,8 @@ def material_scene(*, environment: Environment | None = None, subdivisions: int 
     The textured spheres are turned half a turn about +y so that the seam of
     their latitude-longitude UVs faces away from the camera. The ground is a
     60 x 60 diffuse square (albedo 0.5) at y = 0; a 0.8 x 0.5 warm area light
-    (radiance (40, 34, 28), one-sided, facing the grid) hangs at the upper left, and the
-    camera looks down at the grid from the front (+z).
+    (radiance (60, 51, 42), one-sided, facing the grid) hangs above the camera, to the left and out of the
+    picture, and the camera looks down at the grid from the front (+z).
 
     Parameters
     ----------
@@ -244,8 +255,7 @@ def material_scene(*, environment: Environment | None = None, subdivisions: int 
         ball = sphere((0.0, 0.0, 0.0), radius, material, subdivisions=subdivisions, smooth=True, name=material.name)
         turn = math.pi if material.textures else 0.0
         meshes.append(ball.transformed(_placement((1.0, 1.0, 1.0), turn, 0.0, centre)))
-    light = Material(reflectance=(0.0, 0.0, 0.0), emission=(40.0, 34.0, 28.0), name="area light")
-    to_grid = _placement((0.4, 0.25, 1.0), -math.radians(45.0), math.radians(130.0), (-2.6, 3.2, 2.2))
-    meshes.append(rectangle(to_grid, light, name="area light"))
+    light = Material(reflectance=(0.0, 0.0, 0.0), emission=(60.0, 51.0, 42.0), name="area light")
+    meshes.append(rectangle(_facing((-2.0, 7.5, 4.5), (0.0, radius, 0.0), (0.5, 0.3)), light, name="area light"))
     camera = Camera((0.0, 5.8, 7.6), (0.0, 0.0, -0.3), fov=40.0)
     return Scene(meshes, camera, material_environment() if environment is None else environment)

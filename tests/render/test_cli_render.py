@@ -63,6 +63,12 @@ def mesh_files(tmp_path) -> dict[str, Path]:
     files["fbx"].write_text("not a mesh we read")
     files["empty"].write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\n")
     files["tetra"].write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    files["badsky"] = tmp_path / "sky.png"
+    files["badsky"].write_bytes(b"not read")
+    files["nansky"] = tmp_path / "nansky.npy"
+    np.save(files["nansky"], np.full((4, 8, 3), np.nan, np.float32))
+    files["badglb"] = tmp_path / "badglb.glb"
+    files["badglb"].write_bytes(b"glTF\x02\x00\x00\x00truncated")
     return files
 
 
@@ -109,6 +115,12 @@ BAD_INPUT = [
     (["--frames-in-flight", "0", "--frames", "2"], "--frames-in-flight must be a positive integer"),
     (["--scene", "cloth", "--cells", "0"], "--cells must be a positive integer"),
     (["--dt", "nan", "--frames", "2"], "--dt must be a positive number"),
+    (["--env", "{tmp}/sky.hdr"], "--env: no such file"),
+    (["--env", "1,2"], "--env: no such file"),
+    (["--env-scale", "-1"], "--env-scale must be a finite number >= 0"),
+    (["--env", "{badsky}"], "unsupported environment map format '.png'"),
+    (["--env", "{nansky}"], "NaN"),
+    (["--scene", "{badglb}"], "badglb.glb"),
 ]
 
 
@@ -584,3 +596,89 @@ def test_denoise_without_oidn_is_one_line_before_the_gpu(fake_gpu, monkeypatch, 
     assert err.count("\n") == 1 and "MissingExtraError" in err and "optixasync[denoise]" in err
     assert _FakeTracer.instances == [] and _FakeScheduler.instances == []  # nothing was built on the GPU
     assert not (tmp_path / "d.png").exists()
+
+
+def _textured_quad_glb(path: Path) -> Path:
+    """A .glb: one quad facing +z with a 1x2 texture (red | green), its camera looking at it from +z."""
+    import json
+    import struct
+    from io import BytesIO
+
+    from PIL import Image
+
+    png = BytesIO()
+    Image.fromarray(np.array([[[255, 0, 0], [0, 255, 0]]], np.uint8)).save(png, format="PNG")
+    positions = np.array([[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]], np.float32)
+    uvs = np.array([[0, 1], [1, 1], [1, 0], [0, 0]], np.float32)
+    indices = np.array([0, 1, 2, 0, 2, 3], np.uint32)
+    parts = [positions.tobytes(), uvs.tobytes(), indices.tobytes(), png.getvalue()]
+    views, offset = [], 0
+    for part in parts:
+        views.append({"buffer": 0, "byteOffset": offset, "byteLength": len(part)})
+        offset += len(part) + (-len(part) % 4)
+    blob = b"".join(p + b"\0" * (-len(p) % 4) for p in parts)
+    doc = {
+        "asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0, 1]}],
+        "nodes": [{"mesh": 0}, {"camera": 0, "translation": [0, 0, 3]}],
+        "cameras": [{"type": "perspective", "perspective": {"yfov": 0.6, "znear": 0.01}}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "TEXCOORD_0": 1}, "indices": 2, "material": 0}]}],
+        "materials": [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}, "metallicFactor": 0.0}}],
+        "textures": [{"source": 0, "sampler": 0}], "samplers": [{"magFilter": 9728}],
+        "images": [{"bufferView": 3, "mimeType": "image/png"}],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5126, "count": 4, "type": "VEC3", "min": [-1, -1, 0], "max": [1, 1, 0]},
+            {"bufferView": 1, "componentType": 5126, "count": 4, "type": "VEC2"},
+            {"bufferView": 2, "componentType": 5125, "count": 6, "type": "SCALAR"}],
+        "bufferViews": views, "buffers": [{"byteLength": len(blob)}],
+    }
+    text = json.dumps(doc).encode()
+    text += b" " * (-len(text) % 4)
+    body = struct.pack("<II", len(text), 0x4E4F534A) + text + struct.pack("<II", len(blob), 0x004E4942) + blob
+    path.write_bytes(struct.pack("<4sII", b"glTF", 2, 12 + len(body)) + body)
+    return path
+
+
+@pytest.mark.gpu
+def test_render_a_gltf_asset_with_an_environment(tmp_path):
+    pytest.importorskip("pygltflib", reason="reading glTF needs pygltflib (the gltf extra)")
+    asset = _textured_quad_glb(tmp_path / "quad.glb")
+    np.save(tmp_path / "sky.npy", np.ones((8, 16, 3), np.float32))
+    result = run_render(["--scene", str(asset), "--env", str(tmp_path / "sky.npy"), "--width", "32", "--height", "32",
+                         "--spp", "64", "--out", "quad.png", "--quiet"], tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    image = _png(tmp_path / "quad.png").astype(np.float64)
+    # The file's camera sees the texture: red on the left half, green on the right, lit by the sky.
+    left, right = image[8:24, 4:12], image[8:24, 20:28]
+    assert left[..., 0].mean() > 3 * left[..., 1].mean() and right[..., 1].mean() > 3 * right[..., 0].mean()
+    result = run_render(["--scene", str(asset), "--width", "16", "--height", "16", "--spp", "4", "--out", "lit.png",
+                         "--quiet"], tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no lights; using a constant white environment" in result.stderr
+    assert _png(tmp_path / "lit.png").mean() > 20
+
+
+@pytest.mark.gpu
+def test_render_the_material_scene(tmp_path):
+    result = run_render(["--scene", "materials", "--width", "48", "--height", "27", "--spp", "4", "--out", "m.png",
+                         "--quiet"], tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    image = _png(tmp_path / "m.png")
+    assert image.shape == (27, 48, 3) and image.mean() > 30
+
+
+def test_plans_of_the_material_scene_a_gltf_asset_and_an_environment(tmp_path):
+    from optixasync._render_cli import _environment, plan_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    plan = plan_from_args(parser.parse_args(["--scene", "materials", "--env", "0.5", "--env-scale", "2"]))
+    assert (plan.scene, plan.out, plan.env, plan.env_scale) == ("materials", Path("materials.png"), "0.5", 2.0)
+    assert _environment(plan).radiance == (1.0, 1.0, 1.0)  # one number is grey, times the scale
+    asset = _textured_quad_glb(tmp_path / "quad.glb")
+    plan = plan_from_args(parser.parse_args(["--scene", str(asset), "--env", "0.1,0.2,0.3"]))
+    assert (plan.scene, plan.mesh_path, plan.out) == ("asset", asset, Path("quad.png"))
+    np.testing.assert_allclose(_environment(plan).radiance, (0.1, 0.2, 0.3))
+    np.save(tmp_path / "sky.npy", np.full((4, 8, 3), 0.25, np.float32))
+    plan = plan_from_args(parser.parse_args(["--env", str(tmp_path / "sky.npy"), "--env-scale", "4"]))
+    environment = _environment(plan)
+    assert environment.image.shape == (4, 8, 3) and environment.scale == 4.0
