@@ -97,7 +97,8 @@ OA_PROGRAM __closesthit__radiance() {
     const float2 b = oa::triangle_barycentrics();
     oa::set_payload<0>(__float_as_uint(oa::ray_tmax()));
     oa::set_payload<1>(oa::primitive_index());
-    oa::set_payload<2>(oa::sbt_gas_index());  // one SBT record per build input: the mesh index
+    // The mesh index: the build input of the one GAS, or the instance id (set to the mesh index) of the IAS.
+    oa::set_payload<2>(params.instanced ? oa::instance_id() : oa::sbt_gas_index());
     oa::set_payload<3>(__float_as_uint(b.x));
     oa::set_payload<4>(__float_as_uint(b.y));
 }
@@ -107,7 +108,7 @@ OA_PROGRAM __closesthit__radiance() {
 // probability 1 - opacity, decided by a hash of the ray and the primitive, so that a ray meets the same
 // decision each time OptiX reports the same candidate.
 OA_PROGRAM __anyhit__cutout() {
-    const MeshRecord& mesh = params.meshes[oa::sbt_gas_index()];
+    const MeshRecord& mesh = params.meshes[params.instanced ? oa::instance_id() : oa::sbt_gas_index()];
     const MaterialRecord& material = *mesh.material;
     const unsigned int prim = oa::primitive_index();
     const float2 b = oa::triangle_barycentrics();

@@ -1,9 +1,9 @@
 // The BSDF of a surface point, and the calls the integrator makes on it.
 //
 // Adding a family: write bsdf_<name>.h following bsdf_interface.h, then here add its member of Bsdf and a case
-// in each dispatch function; material.h builds it from the material record, its textures and the hit. The
-// families share one union: a path holds one surface's BSDF at a time, and its registers are the largest
-// family's, not the sum of all of them.
+// in each dispatch function; surface_bsdf() in surface.h builds it from the material record, its textures and
+// the hit. The families share one union: a path holds one surface's BSDF at a time, and its registers are the
+// largest family's, not the sum of all of them.
 #pragma once
 
 #include "pathtracer/bsdf_conductor.h"

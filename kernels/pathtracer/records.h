@@ -16,6 +16,8 @@ enum MeshFlags : unsigned int {
     MESH_ALPHA_MASK = 1u << 2, // cut out where the opacity is below the material's cutoff (any-hit program)
     MESH_ALPHA_BLEND = 1u << 3,// let rays through with probability 1 - opacity (any-hit program)
     MESH_LIGHT_SAMPLED = 1u << 4,  // emissive and in the emitter table (an emission texture keeps it out)
+    MESH_INSTANCED = 1u << 5,  // object-space vertices placed by to_world (an instance of a shared GAS)
+    MESH_MIRRORED = 1u << 6,   // to_world mirrors: the world winding is reversed, the front side is not
 };
 
 // The BSDF families, in the order of optixasync.scene.BSDF_TYPES.
@@ -64,6 +66,8 @@ struct MeshRecord {
     const MaterialRecord* material;
     unsigned int emitter_offset;   // entry of triangle 0 of this mesh in the emitter table (emissive meshes)
     unsigned int flags;            // MeshFlags
+    float to_world[12];            // MESH_INSTANCED: object-to-world affine, 3 rows of 4, row-major
+    float normal_to_world[9];      // MESH_INSTANCED: the inverse transpose of its 3x3 part, for normals
 };
 
 // One emissive triangle in world space. 64 bytes and 16-aligned, so that light sampling fetches it with four
@@ -108,4 +112,5 @@ struct PathTracerParams {
     float4* normal;                  // mean first-hit normal, facing the camera, xyz in [-1, 1] (w = 0)
     const EnvironmentRecord* environment;  // light from infinitely far away, or null (black)
     float environment_probability;   // of light sampling picking the environment (the rest: the emitter table)
+    unsigned int instanced;          // 1: handle is an IAS whose instance ids are mesh indices; 0: one GAS
 };

@@ -33,6 +33,22 @@ struct Triangle {
     float3 p0, p1, p2;
 };
 
+// An instance's placement: row r of the 3x4 matrix m applied to point p (w = 1) or direction (w = 0).
+__forceinline__ __device__ float3 place_point(const float* m, float3 p) {
+    return make_float3(m[0] * p.x + m[1] * p.y + m[2] * p.z + m[3], m[4] * p.x + m[5] * p.y + m[6] * p.z + m[7],
+                       m[8] * p.x + m[9] * p.y + m[10] * p.z + m[11]);
+}
+__forceinline__ __device__ float3 place_vector(const float* m, float3 v) {
+    return make_float3(m[0] * v.x + m[1] * v.y + m[2] * v.z, m[4] * v.x + m[5] * v.y + m[6] * v.z,
+                       m[8] * v.x + m[9] * v.y + m[10] * v.z);
+}
+__forceinline__ __device__ float3 place_normal(const float* n, float3 v) {  // 3x3 row-major
+    return make_float3(n[0] * v.x + n[1] * v.y + n[2] * v.z, n[3] * v.x + n[4] * v.y + n[5] * v.z,
+                       n[6] * v.x + n[7] * v.y + n[8] * v.z);
+}
+
+// The triangle's corners in world space (an instance's are placed by its transform here, so that everything
+// after works in world space alone).
 __forceinline__ __device__ Triangle load_triangle(const MeshRecord& mesh, unsigned int prim) {
     const unsigned int* tri = mesh.indices + 3u * prim;
     Triangle t;
@@ -42,6 +58,11 @@ __forceinline__ __device__ Triangle load_triangle(const MeshRecord& mesh, unsign
     t.p0 = load3(mesh.vertices + 3u * t.i0);
     t.p1 = load3(mesh.vertices + 3u * t.i1);
     t.p2 = load3(mesh.vertices + 3u * t.i2);
+    if (mesh.flags & MESH_INSTANCED) {
+        t.p0 = place_point(mesh.to_world, t.p0);
+        t.p1 = place_point(mesh.to_world, t.p1);
+        t.p2 = place_point(mesh.to_world, t.p2);
+    }
     return t;
 }
 
@@ -66,6 +87,10 @@ __forceinline__ __device__ float3 perturb_normal(const MeshRecord& mesh, const M
         const float* a = mesh.tangents + 4u * t.i0;
         tangent = barycentric(load3(a), load3(mesh.tangents + 4u * t.i1), load3(mesh.tangents + 4u * t.i2), b1, b2);
         sign = __ldg(a + 3) < 0.0f ? -1.0f : 1.0f;
+        if (mesh.flags & MESH_INSTANCED) {
+            tangent = place_vector(mesh.to_world, tangent);
+            if (mesh.flags & MESH_MIRRORED) sign = -sign;  // a mirror turns the bitangent's handedness
+        }
     } else {
         const float2 a = load2(mesh.uvs + 2u * t.i0), b = load2(mesh.uvs + 2u * t.i1), c = load2(mesh.uvs + 2u * t.i2);
         const float du1 = b.x - a.x, dv1 = b.y - a.y, du2 = c.x - a.x, dv2 = c.y - a.y;
@@ -91,11 +116,13 @@ __forceinline__ __device__ SurfacePoint surface_point(const MeshRecord& mesh, co
                                                       const Triangle& t, float b1, float b2) {
     SurfacePoint s;
     s.ng = normalize(cross(t.p1 - t.p0, t.p2 - t.p0));
+    if (mesh.flags & MESH_MIRRORED) s.ng = -s.ng;  // the front stays the side the placed front normal points to
     s.uv = interpolate_uv(mesh, t, b1, b2);
     s.ns = s.ng;
     if (mesh.normals) {
-        const float3 n = barycentric(load3(mesh.normals + 3u * t.i0), load3(mesh.normals + 3u * t.i1),
-                                     load3(mesh.normals + 3u * t.i2), b1, b2);
+        float3 n = barycentric(load3(mesh.normals + 3u * t.i0), load3(mesh.normals + 3u * t.i1),
+                               load3(mesh.normals + 3u * t.i2), b1, b2);
+        if (mesh.flags & MESH_INSTANCED) n = place_normal(mesh.normal_to_world, n);
         const float n2 = dot(n, n);
         if (n2 > 1e-20f) s.ns = n * rsqrtf(n2);
     }

@@ -90,6 +90,7 @@ class PipelineOptions:
     @property
     def max_traversable_depth(self) -> int:
         """Depth of the traversable graph implied by the flags (for the pipeline's stack sizes)."""
-        if self.traversable_graph_flags & t.TraversableGraphFlags.ALLOW_SINGLE_GAS:
+        # A graph that may be one GAS or instances of GAS is as deep as the instances.
+        if self.traversable_graph_flags == t.TraversableGraphFlags.ALLOW_SINGLE_GAS:
             return 1
         return 2

@@ -1,9 +1,12 @@
-"""A scene on the device: geometry, acceleration structure, mesh records, emitter table and SBT.
+"""A scene on the device: geometry, acceleration structure, materials, textures, lights and SBT.
 
 :class:`DeviceScene` turns a host :class:`~optixasync.scene.Scene` into
-what the kernel reads and keeps it there: vertex and index buffers, one GAS
-(build input ``i`` = mesh ``i``), the per-mesh records, the emitter table for
-light sampling and the shader binding table. It knows nothing of images or
+what the kernel reads and keeps it there: vertex, index and per-vertex
+attribute buffers, one GAS (build input ``i`` = mesh ``i``; cut-out meshes
+with their any-hit program enabled), the per-mesh and per-material records,
+the textures (:class:`~optixasync.render.DeviceTextures`), the environment
+(:class:`~optixasync.render.DeviceEnvironment`), the emitter table for light
+sampling and the shader binding table. It knows nothing of images or
 samples; the renderer (:class:`~optixasync.render.PathTracer`) launches over
 it. New per-scene device data (materials, textures, lights) belongs here.
 
@@ -23,6 +26,8 @@ Blocking calls
   world positions on the host): set-up time.
 * :meth:`DeviceScene.compact` with ``wait=True`` waits for the compacted
   size (offline rendering).
+* Textures: one CUDA array per texture (``cudaMallocArray``, not
+  stream-ordered) at creation, freed at :meth:`DeviceScene.close`.
 Everything else enqueues asynchronous work: uploads through pinned staging,
 the build, refits, and stream ordering on the GPU (device arrays of other
 libraries included: an event record and a stream wait, or the producer's
@@ -35,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..accel import AccelOptions, GeometryAccel, TriangleInput
+from ..accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, TriangleInput
 from ..cuda import Readiness, as_cupy_stream, consume_device_array, is_library_array
 from ..scene import Material, Scene
 from ..validation import is_device_array
@@ -58,6 +63,10 @@ def check_scene(scene: Any) -> Scene:
         raise TypeError(f"scene must be an optixasync.scene.Scene, got {type(scene).__name__}")
     if not scene.meshes:
         raise ValueError("the scene has no meshes: there is nothing to render")
+    if scene.dynamic and any(m.instanced for m in scene.meshes):
+        raise ValueError("the scene has dynamic meshes and instanced meshes (with a transform): refits need one "
+                         "GAS for the whole scene, instances an instance structure; give the instances world-space "
+                         "vertices (Mesh.flattened) or make no mesh dynamic")
     return scene
 
 
@@ -97,7 +106,16 @@ def environment_probability(scene: Scene, environment: Any, emitters: EmitterTab
 
 def scene_radius(scene: Scene) -> float:
     """Half the diagonal of the bounding box of the scene's host meshes (1 when none is on the host)."""
-    corners = [np.stack([m.vertices.min(axis=0), m.vertices.max(axis=0)]) for m in scene.meshes if not m.on_device]
+    corners = []
+    for m in scene.meshes:
+        if m.on_device:
+            continue
+        low, high = m.vertices.min(axis=0).astype(np.float64), m.vertices.max(axis=0).astype(np.float64)
+        if m.transform is not None:  # the 8 corners of the object's box, placed
+            box = np.array([[x, y, z] for x in (low[0], high[0]) for y in (low[1], high[1]) for z in (low[2], high[2])])
+            placed = box @ m.transform[:, :3].T + m.transform[:, 3]
+            low, high = placed.min(axis=0), placed.max(axis=0)
+        corners.append(np.stack([low, high]))
     if not corners:
         return 1.0
     box = np.concatenate(corners)
@@ -123,9 +141,17 @@ class DeviceScene:
     Attributes
     ----------
     scene : Scene
-    accel : GeometryAccel
-        One GAS, build input ``i`` = mesh ``i``; built with ``allow_update``
-        when a mesh is dynamic, with ``allow_compaction`` otherwise.
+    accel : GeometryAccel or InstanceAccel
+        What rays are traced against. Without instanced meshes: one GAS,
+        build input ``i`` = mesh ``i``; built with ``allow_update`` when a mesh
+        is dynamic, with ``allow_compaction`` otherwise. With instanced meshes
+        (a :attr:`Mesh.transform`): an instance structure over every mesh,
+        instance id = mesh index.
+    geometries : list of GeometryAccel
+        The GAS: ``[accel]`` without instances, else one per distinct geometry
+        (instances that share their arrays share one).
+    instanced : bool
+        Whether ``accel`` is an instance structure.
     emitters : EmitterTable
         The host copy of the emitter table.
     sbt, sbt_aovs : ShaderBindingTable
@@ -140,10 +166,16 @@ class DeviceScene:
 
         self.ctx = ctx
         self.scene = check_scene(scene)
+        self.instanced = any(m.instanced for m in scene.meshes)
+        if self.instanced != program.instanced:
+            raise ValueError(f"the program traces {'instances' if program.instanced else 'one GAS'} but the scene "
+                             f"{'has' if self.instanced else 'has no'} instanced meshes: create it with "
+                             f"PathTracerProgram(ctx, instanced={self.instanced})")
         stream = as_cupy_stream(stream)
         if emitters is None:
             emitters = host_emitter_table(scene)  # before any GPU work: zero emissive area raises here
         labels = [f"mesh {k} ({m.name!r})" if m.name else f"mesh {k}" for k, m in enumerate(scene.meshes)]
+        self._uploaded: dict[int, tuple[Any, Any]] = {}  # id(host array) -> (host array, device array): once each
         self._vertices = [self._to_device(m.vertices, stream, f"{label} vertices", np.float32)
                           for m, label in zip(scene.meshes, labels, strict=True)]
         self._indices = [self._to_device(m.indices, stream, f"{label} indices", (np.int32, np.uint32))
@@ -155,13 +187,9 @@ class DeviceScene:
 
             emitters = build_emitter_table(scene.meshes, host(self._vertices), host(self._indices))
         self.emitters = emitters
-        dynamic = bool(scene.dynamic)
-        cutout = [m.material.alpha_mode != "opaque" for m in scene.meshes]
-        self.accel = GeometryAccel(
-            ctx, [TriangleInput(v, i, any_hit=c) for v, i, c in zip(self._vertices, self._indices, cutout, strict=True)],
-            AccelOptions(allow_update=dynamic, allow_compaction=not dynamic), stream=stream)
-        self._attributes = [tuple(None if a is None else ctx.upload(a, stream) for a in (m.normals, m.uvs, m.tangents))
-                            for m in scene.meshes]
+        self.accel, self.geometries = self._build_structures(stream)
+        self._attributes = [tuple(None if a is None else self._to_device(a, stream, "attribute", np.float32)
+                                  for a in (m.normals, m.uvs, m.tangents)) for m in scene.meshes]
         material_pointers = self._upload_materials(stream)
         self.environment = DeviceEnvironment(ctx, scene.environment, stream) if scene.environment is not None else None
         self.environment_probability = environment_probability(scene, self.environment, self.emitters)
@@ -171,11 +199,41 @@ class DeviceScene:
         self._records = self._upload_struct(records, stream)
         self._emitter_table = (self._upload_struct(self.emitters.selected(1.0 - self.environment_probability), stream)
                                if len(self.emitters) else None)
-        self.sbt = program.shader_binding_table(len(scene.meshes), stream)
-        self.sbt_aovs = program.shader_binding_table(len(scene.meshes), stream, aovs=True)
+        # One hit record per build input of the one GAS; instances all use record 0 (their GAS have one input
+        # each and sbt offset 0): the hit programs find the mesh from the instance id.
+        records_needed = 1 if self.instanced else len(scene.meshes)
+        self.sbt = program.shader_binding_table(records_needed, stream)
+        self.sbt_aovs = program.shader_binding_table(records_needed, stream, aovs=True)
         self.ready = Readiness()
         self.ready.record(stream)  # later streams wait for the set-up on the GPU, never the host
         ctx.track(self)
+
+    def _build_structures(self, stream: Any) -> tuple[Any, list[GeometryAccel]]:
+        """The structure rays are traced against, and the GAS under it.
+
+        Without instances: one GAS, build input ``k`` = mesh ``k`` (refittable when a mesh is dynamic, else
+        compactable). With instances: one GAS per distinct geometry (vertices and indices arrays, and whether
+        its any-hit program runs) and an instance structure over all meshes, instance id = mesh index.
+        """
+        scene = self.scene
+        cutout = [m.material.alpha_mode != "opaque" for m in scene.meshes]
+        if not self.instanced:
+            dynamic = bool(scene.dynamic)
+            gas = GeometryAccel(
+                self.ctx, [TriangleInput(v, i, any_hit=c)
+                           for v, i, c in zip(self._vertices, self._indices, cutout, strict=True)],
+                AccelOptions(allow_update=dynamic, allow_compaction=not dynamic), stream=stream)
+            return gas, [gas]
+        shared: dict[tuple[int, int, bool], GeometryAccel] = {}
+        instances = []
+        for k, mesh in enumerate(scene.meshes):
+            key = (id(self._vertices[k]), id(self._indices[k]), cutout[k])
+            if key not in shared:
+                shared[key] = GeometryAccel(self.ctx, [TriangleInput(self._vertices[k], self._indices[k],
+                                                                     any_hit=cutout[k])], stream=stream)
+            placement = mesh.transform if mesh.transform is not None else np.eye(3, 4)
+            instances.append(Instance(shared[key], placement, instance_id=k))
+        return InstanceAccel(self.ctx, instances, stream=stream), list(shared.values())
 
     def _upload_materials(self, stream: Any) -> list[int]:
         """Upload the textures, plastic tables and material records; the device address of each mesh's record."""
@@ -205,7 +263,11 @@ class DeviceScene:
         if is_library_array(array):
             return array  # optixasync's own memory: in the order of the stream its writer used
         if not is_device_array(array):
-            return self.ctx.upload(np.ascontiguousarray(array), stream)
+            # Instances share their arrays: each host array is uploaded once (the entry keeps it alive, so
+            # that its id is not reused by another array during the set-up).
+            if id(array) not in self._uploaded:
+                self._uploaded[id(array)] = (array, self.ctx.upload(np.ascontiguousarray(array), stream))
+            return self._uploaded[id(array)][1]
         return consume_device_array(array, stream, name=name, device=self.ctx.device_id, dtype=dtype).array
 
     def _upload_struct(self, array: np.ndarray, stream: Any) -> Any:
@@ -263,8 +325,10 @@ class DeviceScene:
         self.sbt.close()
         self.sbt_aovs.close()
         self.accel.close()
+        for gas in self.geometries:
+            gas.close()  # idempotent: without instances, the one GAS is self.accel
         self.textures.close()
         if self.environment is not None:
             self.environment.close()
         self._vertices, self._indices, self._records, self._emitter_table = [], [], None, None
-        self._attributes, self._materials, self._plastic = [], None, {}
+        self._attributes, self._materials, self._plastic, self._uploaded = [], None, {}, {}

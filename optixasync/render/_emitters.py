@@ -139,6 +139,10 @@ def build_emitter_table(meshes: Sequence[Mesh], vertices: Sequence[np.ndarray] |
             continue
         v = np.asarray(vertices[k] if vertices is not None else mesh.vertices, np.float64)
         idx = np.asarray(indices[k] if indices is not None else mesh.indices, np.int64)
+        if mesh.transform is not None:  # an instance: its triangles in world space, fronts kept (Mesh.flattened)
+            v = v @ mesh.transform[:, :3].T + mesh.transform[:, 3]
+            if mesh.mirrored:
+                idx = idx[:, [0, 2, 1]]
         p0, p1, p2 = v[idx[:, 0]], v[idx[:, 1]], v[idx[:, 2]]
         offsets[k] = count
         count += len(idx)

@@ -180,7 +180,7 @@ class DeviceEnvironment:
         height, width = image.shape[:2]
         rows = lookup_height(height)
         memory = self.ctx.memory
-        pixels = self.ctx.upload(image, stream)  # (H, W, 3) float32, freed on the stream once the kernels ran
+        pixels = self.ctx.upload(image, stream)  # (H, W, 3) float32
         weights = self.ctx.upload(band_weights(rows), stream)
         self.texels = memory.empty((rows, width, 4), np.float32, stream)
         self.marginal_cdf = memory.empty((rows,), np.float32, stream)
@@ -191,6 +191,9 @@ class DeviceEnvironment:
                 self.texels[height:, :, :3] = pixels[height - 1:]
             self.texels[..., 3] = 0.0
             _fill_tables(cupy, self.texels, weights, self.marginal_cdf, self.conditional_cdf)
+        # Held until the stream has run the kernels that read them: freed now, from outside the stream's
+        # context, their memory could be handed out again before those kernels ran.
+        self.ctx.deferred.after(stream, pixels, weights)
 
     @property
     def pointer(self) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 from .._structs import struct_dtype
 from ._environment import ENVIRONMENT_RECORD
 
-__all__ = ["EMITTER_TRIANGLE", "MATERIAL_RECORD", "MESH_ALPHA_BLEND", "MESH_ALPHA_MASK", "MESH_EMISSIVE", "MESH_LIGHT_SAMPLED", "MESH_RECORD",
+__all__ = ["EMITTER_TRIANGLE", "MATERIAL_RECORD", "MESH_ALPHA_BLEND", "MESH_ALPHA_MASK", "MESH_EMISSIVE", "MESH_INSTANCED", "MESH_LIGHT_SAMPLED", "MESH_MIRRORED", "MESH_RECORD",
            "MESH_TWO_SIDED", "NESTED_MEMBERS", "PATH_PARAMS", "STRUCT_NAMES"]
 
 #: ``PathTracerParams``: the launch parameters (``params`` in the kernel).
@@ -23,13 +23,14 @@ PATH_PARAMS: np.dtype = struct_dtype([
     ("width", "uint"), ("height", "uint"), ("sample_offset", "uint"), ("spp", "uint"), ("accumulate", "uint"),
     ("seed", "uint"), ("max_depth", "uint"), ("rr_depth", "uint"), ("num_emitters", "uint"), ("inv_total", "float"),
     ("aov_sums", "ptr"), ("color", "ptr"), ("albedo", "ptr"), ("normal", "ptr"),
-    ("environment", "ptr"), ("environment_probability", "float"),
+    ("environment", "ptr"), ("environment_probability", "float"), ("instanced", "uint"),
 ])
 
 #: ``MeshRecord``: one per mesh (= build input = SBT GAS index), read by the raygen at every hit.
 MESH_RECORD: np.dtype = struct_dtype([
     ("vertices", "ptr"), ("indices", "ptr"), ("normals", "ptr"), ("uvs", "ptr"), ("tangents", "ptr"),
-    ("material", "ptr"), ("emitter_offset", "uint"), ("flags", "uint"),
+    ("material", "ptr"), ("emitter_offset", "uint"), ("flags", "uint"), ("to_world", "float", 12),
+    ("normal_to_world", "float", 9),
 ])
 
 
@@ -60,6 +61,8 @@ MESH_EMISSIVE = 1 << 1
 MESH_ALPHA_MASK = 1 << 2
 MESH_ALPHA_BLEND = 1 << 3
 MESH_LIGHT_SAMPLED = 1 << 4
+MESH_INSTANCED = 1 << 5
+MESH_MIRRORED = 1 << 6
 
 #: The CUDA member of each dtype field that lives in a nested struct (the dtype lays those out flat).
 NESTED_MEMBERS: dict[str, str] = {

@@ -23,7 +23,9 @@ from ._layout import (
     MESH_ALPHA_BLEND,
     MESH_ALPHA_MASK,
     MESH_EMISSIVE,
+    MESH_INSTANCED,
     MESH_LIGHT_SAMPLED,
+    MESH_MIRRORED,
     MESH_RECORD,
     MESH_TWO_SIDED,
 )
@@ -49,7 +51,7 @@ def launch_plan(total: int, per_launch: int) -> list[tuple[int, int]]:
 def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: int, image: int, meshes: int,
                 emitters: int, num_emitters: int, handle: int, sample_offset: int, spp: int,
                 basis: tuple[np.ndarray, ...] | None = None, aovs: tuple[int, int, int, int] | None = None,
-                environment: int = 0, environment_probability: float = 0.0) -> None:
+                environment: int = 0, environment_probability: float = 0.0, instanced: bool = False) -> None:
     """Write ``PathTracerParams`` into ``params`` (a numpy scalar of :data:`PATH_PARAMS`, pinned or not).
 
     ``accum``, ``image``, ``meshes`` and ``emitters`` are device addresses (``image`` 0: no tonemap).
@@ -57,7 +59,9 @@ def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: i
     ``camera.basis(width, height)`` when the caller has it already. ``aovs`` is the device addresses of
     (AOV sums, colour, albedo, normal) for a launch that writes the denoiser's inputs (None: it does not).
     ``environment`` is the device address of the ``EnvironmentRecord`` (0: none) and
-    ``environment_probability`` the probability that light sampling picks it.
+    ``environment_probability`` the probability that light sampling picks it. ``instanced``: ``handle`` is
+    an instance acceleration structure whose instance ids are the mesh indices (else one GAS, build input =
+    mesh).
     """
     eye, u, v, w = basis if basis is not None else camera.basis(options.width, options.height)
     params["accum"], params["image"], params["meshes"], params["emitters"] = accum, image, meshes, emitters
@@ -70,6 +74,7 @@ def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: i
     params["inv_total"] = 1.0 / (sample_offset + spp)
     params["aov_sums"], params["color"], params["albedo"], params["normal"] = aovs if aovs is not None else (0, 0, 0, 0)
     params["environment"], params["environment_probability"] = environment, environment_probability
+    params["instanced"] = int(bool(instanced))
 
 
 def material_record(material: Material, texture_handle: Callable[[Texture | None], int] = lambda t: 0,
@@ -121,6 +126,8 @@ def mesh_flags(mesh: Mesh) -> int:
         flags |= MESH_EMISSIVE
     if is_light_sampled(mesh):
         flags |= MESH_LIGHT_SAMPLED
+    if mesh.transform is not None:
+        flags |= MESH_INSTANCED | (MESH_MIRRORED if mesh.mirrored else 0)
     if material.alpha_mode == "mask":
         flags |= MESH_ALPHA_MASK
     elif material.alpha_mode == "blend":
@@ -143,4 +150,7 @@ def mesh_records(scene: Scene, vertex_pointers: list[int], index_pointers: list[
         records[k]["material"] = material_pointers[k]
         records[k]["emitter_offset"] = int(emitter_offsets[k])
         records[k]["flags"] = mesh_flags(mesh)
+        if mesh.transform is not None:
+            records[k]["to_world"] = mesh.transform.reshape(-1)
+            records[k]["normal_to_world"] = np.linalg.inv(mesh.transform[:, :3]).T.reshape(-1)
     return records

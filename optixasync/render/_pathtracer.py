@@ -146,7 +146,7 @@ class PathTracer:
         self.last_render_ms: float | None = None
         self._basis: tuple[Camera, tuple[np.ndarray, ...]] | None = None
         emitters = host_emitter_table(scene)  # before compiling: zero emissive area raises here
-        self.program = PathTracerProgram(ctx)
+        self.program = PathTracerProgram(ctx, instanced=any(m.instanced for m in scene.meshes))
         self.device_scene = DeviceScene(ctx, scene, self.program, self.stream, emitters)
         self.accel = self.device_scene.accel
         self.emitters = self.device_scene.emitters
@@ -230,7 +230,8 @@ class PathTracer:
         fill_params(params, options=self.options, camera=self.camera, accum=int(accum.data.ptr), image=image,
                     meshes=scene.records_pointer, emitters=scene.emitters_pointer, num_emitters=len(scene.emitters),
                     handle=scene.handle, sample_offset=sample_offset, spp=spp, basis=self._camera_basis(), aovs=aovs,
-                    environment=scene.environment_pointer, environment_probability=scene.environment_probability)
+                    environment=scene.environment_pointer, environment_probability=scene.environment_probability,
+                    instanced=scene.instanced)
 
     def _order(self, stream: Any) -> int:
         """Make ``stream`` wait (on the GPU) for the scene's set-up, its last structure update and our buffers."""

@@ -23,7 +23,8 @@ def framing_camera(meshes: Sequence[Mesh], fov: float = DEFAULT_FOV) -> Camera:
     glTF puts an asset's front towards +z, so this looks at its front. The
     eye stands back so that the box's bounding sphere fits the field of view.
     """
-    points = np.concatenate([np.asarray(m.vertices, dtype=np.float64).reshape(-1, 3) for m in meshes])
+    points = np.concatenate([np.concatenate(m.corners()) if m.instanced else
+                             np.asarray(m.vertices, dtype=np.float64).reshape(-1, 3) for m in meshes])
     lo, hi = points.min(axis=0), points.max(axis=0)
     center = (lo + hi) / 2.0
     radius = float(np.linalg.norm(hi - lo)) / 2.0

@@ -74,7 +74,7 @@ from ._gltf_data import GLTF_EXTENSIONS, GltfDocument, floats, number
 from ._gltf_materials import GltfMaterials
 from ._gltf_mesh import read_primitive
 from ._material import Material
-from ._mesh import Mesh
+from ._mesh import Mesh, replace_fields
 from ._scene import Scene
 
 __all__ = ["GLTF_EXTENSIONS", "SCENE_SUFFIXES", "GltfAsset", "GltfCamera", "GltfInstance", "load_gltf", "load_scene",
@@ -127,9 +127,12 @@ class GltfCamera:
 class GltfAsset:
     """A decoded glTF scene: object-space primitives, their materials, the instances placing them, cameras.
 
-    Meshes used by several nodes are stored once here (as in the file); a
-    renderer with instancing can build one structure per primitive and place
-    it by :attr:`instances`. :meth:`to_scene` flattens everything instead.
+    Meshes used by several nodes are stored once here (as in the file).
+    :meth:`to_scene` keeps them shared: every placement of a primitive used
+    more than once becomes an instanced :class:`Mesh` (the primitive's arrays
+    and a ``transform``), which the renderer stores once and places by an
+    instance acceleration structure; primitives used once are flattened to
+    world space.
 
     Attributes
     ----------
@@ -189,21 +192,45 @@ class GltfAsset:
                              "supported")
         return found
 
-    def to_scene(self, camera: int | str | None = None) -> Scene:
-        """A :class:`Scene` of :meth:`world_meshes` seen by :meth:`camera` (else :func:`framing_camera`)."""
-        meshes = self.world_meshes()
+    def scene_meshes(self, instancing: bool = True) -> list[Mesh]:
+        """One :class:`Mesh` per instance, named as in :meth:`world_meshes`.
+
+        ``instancing``: a primitive placed more than once gives instanced meshes (its arrays shared, each with
+        its world ``transform``); the others are flattened. False: everything flattened (:meth:`world_meshes`).
+        """
+        if not instancing:
+            return self.world_meshes()
+        uses: dict[tuple[int, int], int] = {}
+        for instance in self.instances:
+            uses[instance.key] = uses.get(instance.key, 0) + 1
+        out = []
+        for instance in self.instances:
+            base = self.meshes[instance.key]
+            if uses[instance.key] > 1:
+                mesh = replace_fields(base, transform=instance.matrix[:3])
+            else:
+                mesh = base.transformed(instance.matrix)
+            mesh.name = f"{self.node_names[instance.node]}/{base.name}"
+            out.append(mesh)
+        return out
+
+    def to_scene(self, camera: int | str | None = None, *, instancing: bool = True) -> Scene:
+        """A :class:`Scene` of :meth:`scene_meshes` seen by :meth:`camera` (else :func:`framing_camera`)."""
+        meshes = self.scene_meshes(instancing)
         if not meshes:
             raise ValueError(f"{self.path}: the scene contains no triangles")
         chosen = self.camera(camera)
         return Scene(meshes, chosen.camera if chosen is not None else framing_camera(meshes))
 
 
-def load_gltf(path: str | Path, *, camera: int | str | None = None) -> Scene:
-    """Read a glTF 2.0 file (``.gltf`` or ``.glb``) into a :class:`Scene` of world-space meshes.
+def load_gltf(path: str | Path, *, camera: int | str | None = None, instancing: bool = True) -> Scene:
+    """Read a glTF 2.0 file (``.gltf`` or ``.glb``) into a :class:`Scene`.
 
     Every node instance of every triangle primitive becomes one :class:`Mesh`
-    (``read_gltf(path).to_scene(camera)``; use :func:`read_gltf` to keep
-    shared meshes shared).
+    (``read_gltf(path).to_scene(camera, instancing=instancing)``). A
+    primitive placed by several nodes stays shared: its meshes hold the same
+    arrays and a ``transform`` each, and the renderer builds its structure
+    once (``instancing=False`` flattens every mesh to world space instead).
 
     Parameters
     ----------
@@ -212,6 +239,8 @@ def load_gltf(path: str | Path, *, camera: int | str | None = None) -> Scene:
         The camera: a glTF camera index, or the name of a camera or of its
         node. None: the first perspective camera node of the scene, else
         :func:`framing_camera` of the meshes.
+    instancing : bool
+        Keep primitives placed by several nodes shared (instanced meshes).
 
     Returns
     -------
@@ -236,7 +265,7 @@ def load_gltf(path: str | Path, *, camera: int | str | None = None) -> Scene:
     MissingExtraError
         If pygltflib is not installed (an ``ImportError``).
     """
-    return read_gltf(path).to_scene(camera)
+    return read_gltf(path).to_scene(camera, instancing=instancing)
 
 
 def read_gltf(path: str | Path) -> GltfAsset:

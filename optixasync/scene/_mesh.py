@@ -47,6 +47,12 @@ class Mesh:
     uvs : array (V, 2) float32 or None
         Per-vertex texture coordinates (glTF's: (0, 0) at the image's top
         left); needed by textured materials.
+    transform : array (3, 4) or (4, 4) or None
+        Object-to-world placement (row-major affine). Meshes that share
+        their ``vertices`` and ``indices`` arrays (the same objects) and
+        have transforms are instances: the renderer stores their geometry
+        once (one GAS) and places it by an instance acceleration structure.
+        None: the vertices are in world space.
     tangents : array (V, 4) float32 or None
         Per-vertex tangents, w = the bitangent's handedness (glTF's); for
         normal maps. None: a normal map is oriented by the UVs' directions
@@ -70,6 +76,7 @@ class Mesh:
     normals: Any = None
     uvs: Any = None
     tangents: Any = None
+    transform: Any = None
 
     def __post_init__(self) -> None:
         label = f"mesh {self.name!r}" if self.name else "mesh"
@@ -84,6 +91,11 @@ class Mesh:
         for attribute, width in (("normals", 3), ("uvs", 2), ("tangents", 4)):
             setattr(self, attribute, check_attribute(getattr(self, attribute), self.num_vertices, width,
                                                      f"{label} {attribute}"))
+        if self.transform is not None:
+            self.transform = as_affine(self.transform, f"{label} transform")
+            if self.dynamic:
+                raise ValueError(f"{label} is dynamic and has a transform: instances cannot be refitted (give the "
+                                 "dynamic mesh world-space vertices)")
         if self.material.textures and self.uvs is None:
             raise ValueError(f"{label}: its material has textures ({', '.join(self.material.textures)}) "
                              "but the mesh has no uvs")
@@ -101,10 +113,28 @@ class Mesh:
             raise TypeError(f"{what} needs host (numpy) arrays; mesh {self.name!r} holds device arrays")
         return self.vertices, self.indices
 
+    @property
+    def instanced(self) -> bool:
+        """Whether the mesh has a transform (its vertices are in object space)."""
+        return self.transform is not None
+
+    @property
+    def mirrored(self) -> bool:
+        """Whether the transform mirrors (negative determinant): the winding of the world corners is reversed."""
+        return self.transform is not None and bool(np.linalg.det(self.transform[:, :3]) < 0)
+
+    def flattened(self) -> Mesh:
+        """The mesh in world space: itself without a transform, else a copy with the transform applied."""
+        if self.transform is None:
+            return self
+        return replace_fields(self, transform=None).transformed(self.transform)
+
     def corners(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The three corners of every triangle, each (F, 3) float64 (host arrays only)."""
+        """The three corners of every triangle in world space, each (F, 3) float64 (host arrays only)."""
         vertices, indices = self._host("corners()")
         v = vertices.astype(np.float64)
+        if self.transform is not None:
+            v = v @ self.transform[:, :3].T + self.transform[:, 3]
         idx = indices.astype(np.int64)
         return v[idx[:, 0]], v[idx[:, 1]], v[idx[:, 2]]
 
@@ -112,6 +142,8 @@ class Mesh:
         """Unit winding normals (F, 3) float64 (zero for degenerate triangles; host arrays only)."""
         v0, v1, v2 = self.corners()
         n = np.cross(v1 - v0, v2 - v0)
+        if self.mirrored:  # the front side is the side the transformed front normal points to
+            n = -n
         length = np.linalg.norm(n, axis=1, keepdims=True)
         return np.divide(n, length, out=np.zeros_like(n), where=length > 0)
 
@@ -125,9 +157,14 @@ class Mesh:
 
         A mirroring transform (negative determinant) also swaps two corners
         of every triangle, so the front side stays the transformed front side.
+        An instance (a mesh with a ``transform``) stays one, sharing its
+        arrays: the placements compose.
         """
         vertices, indices = self._host("transformed()")
         m = as_affine(matrix, "matrix")
+        if self.transform is not None:  # an instance stays one: the placements compose
+            composed = np.vstack([m, [0, 0, 0, 1]]) @ np.vstack([self.transform, [0, 0, 0, 1]])
+            return replace_fields(self, transform=composed[:3])
         moved = vertices.astype(np.float64) @ m[:, :3].T + m[:, 3]
         new_indices = np.array(indices, copy=True)
         if np.linalg.det(m[:, :3]) < 0:
@@ -144,6 +181,14 @@ class Mesh:
             tangents = np.concatenate([moved_t, sign], axis=1).astype(np.float32)
         return Mesh(np.ascontiguousarray(moved, dtype=np.float32), new_indices, self.material, self.name, self.dynamic,
                     normals, self.uvs, tangents)
+
+
+def replace_fields(mesh: Mesh, **changes: Any) -> Mesh:
+    """A :class:`Mesh` like ``mesh`` (its arrays shared, not copied) with ``changes`` to its fields."""
+    fields = {name: getattr(mesh, name) for name in ("vertices", "indices", "material", "name", "dynamic", "normals",
+                                                      "uvs", "tangents", "transform")}
+    fields.update(changes)
+    return Mesh(**fields)
 
 
 def check_attribute(array: Any, num_vertices: int, width: int, name: str) -> np.ndarray | None:
@@ -245,7 +290,8 @@ def sphere(center: Any = (0.0, 0.0, 0.0), radius: float = 1.0, material: Materia
         room seen from inside, as in a furnace test).
     smooth : bool
         Give the mesh per-vertex normals (the sphere's, on the front side)
-        and UVs (latitude-longitude: ``u`` around +y from -z, ``v`` from the
+        and UVs (latitude-longitude: ``u`` around +y, 0.5 towards -z and the seam
+        (0 and 1) towards +z; ``v`` from the
         top, 0, to the bottom, 1), for smooth shading and textures.
     name : str
     """

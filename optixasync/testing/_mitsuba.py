@@ -363,7 +363,8 @@ def mitsuba_scene_dict(scene: Scene, *, width: int, height: int, spp: int, max_d
         "sensor": mitsuba_sensor(scene.camera, width, height, spp, mi),
     }
     for k, mesh in enumerate(scene.meshes):
-        out[f"mesh_{k:04d}"] = mitsuba_mesh(mesh, mi, bsdf=(stand_ins or {}).get(k))
+        # Instances go in world space: the same triangles, placed (and their fronts kept) by Mesh.flattened.
+        out[f"mesh_{k:04d}"] = mitsuba_mesh(mesh.flattened(), mi, bsdf=(stand_ins or {}).get(k))
     if scene.environment is not None:
         out["environment"] = mitsuba_environment(scene.environment, mi)
     return out

@@ -103,6 +103,8 @@ inline void set_payload(unsigned v) { state.payload[I] = v; }
 inline float ray_tmax() { return state.tmax; }
 inline unsigned primitive_index() { return state.prim; }
 inline unsigned sbt_gas_index() { return state.gas_index; }
+// The stand-in intersects every mesh record in world space, instance or not: the record index is the instance id.
+inline unsigned instance_id() { return state.gas_index; }
 inline float2 triangle_barycentrics() { return make_float2(state.b1, state.b2); }
 inline float3 world_ray_origin() { return state.origin; }
 inline void ignore_intersection() { state.ignored = true; }
@@ -151,7 +153,7 @@ PathTracerParams params;
 }
 
 static_assert(sizeof(PathTracerParams) == 176, "host layout of the launch parameters");
-static_assert(sizeof(MeshRecord) == 56, "host layout of a mesh record");
+static_assert(sizeof(MeshRecord) == 144, "host layout of a mesh record");
 static_assert(sizeof(MaterialRecord) == 216, "host layout of a material record");
 static_assert(sizeof(EmitterTriangle) == 64 && alignof(EmitterTriangle) == 16, "host layout of an emitter");
 
@@ -159,6 +161,20 @@ namespace {
 const unsigned* g_triangle_counts = nullptr;
 unsigned g_num_meshes = 0;
 }  // namespace
+
+// Vertex `i` of a mesh record in world space (an instance's placed by its to_world rows).
+static void world_corner(const MeshRecord& rec, unsigned i, double out[3]) {
+    const float* p = rec.vertices + 3u * i;
+    if (!(rec.flags & MESH_INSTANCED)) {
+        out[0] = p[0], out[1] = p[1], out[2] = p[2];
+        return;
+    }
+    const float* m = rec.to_world;
+    for (int r = 0; r < 3; ++r) {
+        out[r] = static_cast<double>(m[4 * r]) * p[0] + static_cast<double>(m[4 * r + 1]) * p[1] +
+                 static_cast<double>(m[4 * r + 2]) * p[2] + m[4 * r + 3];
+    }
+}
 
 // The any-hit program's verdict on a candidate (cut-out meshes only; OptiX skips it for the others, which are
 // built with any-hit disabled).
@@ -185,9 +201,10 @@ bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* 
     for (unsigned m = 0; m < g_num_meshes; ++m) {
         const MeshRecord& rec = params.meshes[m];
         for (unsigned f = 0; f < g_triangle_counts[m]; ++f) {
-            const float* a = rec.vertices + 3u * rec.indices[3u * f];
-            const float* b = rec.vertices + 3u * rec.indices[3u * f + 1u];
-            const float* c = rec.vertices + 3u * rec.indices[3u * f + 2u];
+            double a[3], b[3], c[3];
+            world_corner(rec, rec.indices[3u * f], a);
+            world_corner(rec, rec.indices[3u * f + 1u], b);
+            world_corner(rec, rec.indices[3u * f + 2u], c);
             const double e1x = b[0] - a[0], e1y = b[1] - a[1], e1z = b[2] - a[2];
             const double e2x = c[0] - a[0], e2y = c[1] - a[1], e2z = c[2] - a[2];
             const double px = dy * e2z - dz * e2y, py = dz * e2x - dx * e2z, pz = dx * e2y - dy * e2x;

@@ -218,3 +218,21 @@ def test_environment_seen_directly_matches_the_reference(ctx):
             d /= np.linalg.norm(d, axis=-1, keepdims=True)
             ref[y, x] = lookup(sky, d.reshape(-1, 3)).mean(axis=0)
     np.testing.assert_allclose(image, ref, rtol=0.03, atol=0.01)
+
+
+def test_instances_share_one_gas_and_render_as_their_flattened_copies(ctx):
+    builders = load_module("test_pathtracer_host")
+    instanced, flat = builders.instanced_scene(False), builders.instanced_scene(True)
+    options = RenderOptions(width=48, height=48, spp=256, max_depth=4)
+    with PathTracer(ctx, instanced, options) as tracer:
+        scene = tracer.device_scene
+        # two spheres of one geometry, the lamp and the floor: 3 GAS under one instance structure
+        assert scene.instanced and len(scene.geometries) == 3
+        a = tracer.render().astype(np.float64)
+    with PathTracer(ctx, flat, options) as tracer:
+        assert not tracer.device_scene.instanced and len(tracer.device_scene.geometries) == 1
+        b = tracer.render().astype(np.float64)
+    assert b.mean() > 0.05
+    close = np.isclose(a, b, rtol=1e-3, atol=1e-4).all(axis=-1)
+    assert close.mean() > 0.97, close.mean()
+    assert abs(a.mean() - b.mean()) < 0.01 * b.mean()

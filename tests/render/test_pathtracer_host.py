@@ -36,7 +36,7 @@ from optixasync.render import (
 from optixasync.render._device_scene import environment_probability
 from optixasync.render._params import plastic_table
 from optixasync.render._textures import texel_data
-from optixasync.scene import Camera, Material, Scene, cornell_box, rectangle, sphere
+from optixasync.scene import Camera, Material, Mesh, Scene, cornell_box, rectangle, sphere
 
 HERE = Path(__file__).resolve().parent
 THREADS = max(1, min(16, os.cpu_count() or 1))
@@ -268,3 +268,37 @@ def test_max_depth_2_matches_numpy_direct_lighting(host_kernel):
     target = expected.mean(axis=0)
     assert (stderr < 0.03 * target).all(), (stderr, target)
     assert (np.abs(mean - target) < 5 * stderr + 0.005 * target).all(), (mean, target, stderr)
+
+
+def instanced_scene(flatten: bool) -> Scene:
+    """Two spheres and a mirrored, rotated emissive quad as instances of shared arrays (or flattened copies)."""
+    ball = sphere((0, 0, 0), 0.5, Material((0.7, 0.4, 0.2)), subdivisions=1, smooth=True)
+    lamp = rectangle(None, Material((0, 0, 0), (4, 4, 4)))
+    placements = [
+        (ball, np.array([[1, 0, 0, -0.6], [0, 1, 0, 0], [0, 0, 1, -1.0]])),
+        (ball, np.array([[0, 0, 0.8, 0.7], [0, 0.8, 0, 0.1], [-0.8, 0, 0, -1.2]])),  # turned and smaller
+        # a mirror (x -> -x) turned to face down: the front side must stay the placed front side
+        (lamp, np.array([[0.5, 0, 0, 0], [0, 0, -1, 1.2], [0, -0.5, 0, -1.0]])),
+    ]
+    meshes = []
+    for base, matrix in placements:
+        mesh = Mesh(base.vertices, base.indices, base.material, normals=base.normals, uvs=base.uvs, transform=matrix)
+        meshes.append(mesh.flattened() if flatten else mesh)
+    floor = rectangle(np.array([[3, 0, 0, 0], [0, 0, 3, -0.5], [0, -3, 0, -1.0]]), Material((0.5, 0.5, 0.5)))
+    return Scene([*meshes, floor], Camera((0, 0.4, 2.0), (0, 0, -1.0), fov=60.0))
+
+
+def test_instances_render_as_their_flattened_copies(host_kernel):
+    instanced, flat = instanced_scene(False), instanced_scene(True)
+    assert instanced.meshes[0].vertices is instanced.meshes[1].vertices and instanced.meshes[2].mirrored
+    # The lamp's front (emitting) side faces down after the mirror, as the flattened copy's does.
+    np.testing.assert_allclose(instanced.meshes[2].face_normals()[0], flat.meshes[2].face_normals()[0], atol=1e-6)
+    assert flat.meshes[2].face_normals()[0][1] < -0.99
+    options = dict(width=32, height=32, max_depth=4)
+    a = host_render(host_kernel, instanced, 64, **options)
+    b = host_render(host_kernel, flat, 64, **options)
+    assert b.mean() > 0.05  # lit by the lamp: its front faces the scene
+    # Same random numbers, same geometry up to the rounding of the placement: nearly every pixel agrees.
+    close = np.isclose(a, b, rtol=1e-3, atol=1e-4).all(axis=-1)
+    assert close.mean() > 0.97, close.mean()
+    assert abs(a.mean() - b.mean()) < 0.01 * b.mean()

@@ -142,12 +142,28 @@ def test_instanced_mesh_gives_one_primitive_and_two_world_meshes(tmp_path):
     np.testing.assert_array_equal(asset.meshes[(0, 0)].vertices, TRIANGLE)
     assert [i.key for i in asset.instances] == [(0, 0), (0, 0)]
     np.testing.assert_array_equal(asset.instances[1].matrix[:3, 3], [3, 0, 1])
-    scene = load_gltf(path)
+    scene = load_gltf(path, instancing=False)
     assert [m.name for m in scene.meshes] == ["left/tri", "right/tri"]
     np.testing.assert_array_equal(scene.meshes[0].vertices, TRIANGLE + [-2, 0, 0])
     np.testing.assert_array_equal(scene.meshes[1].vertices, TRIANGLE + [3, 0, 1])
     np.testing.assert_array_equal(scene.meshes[1].indices, [[0, 1, 2]])
     assert scene.meshes[0].indices.dtype == np.int32
+    # By default the primitive stays shared: two instances of the same arrays, each with its placement.
+    shared = load_gltf(path)
+    assert [m.name for m in shared.meshes] == ["left/tri", "right/tri"]
+    assert shared.meshes[0].vertices is shared.meshes[1].vertices is asset_vertices(shared)
+    np.testing.assert_array_equal(shared.meshes[1].transform[:, 3], [3, 0, 1])
+    for flat, instance in zip(scene.meshes, shared.meshes, strict=True):
+        np.testing.assert_allclose(np.concatenate(instance.corners()), np.concatenate(flat.corners()), atol=1e-6)
+    # A primitive used once is flattened: the scene stays one GAS.
+    g.scene(g.node(mesh=mesh, name="alone", translation=[1, 0, 0]))
+    single = load_gltf(g.write_glb(tmp_path / "one.glb"))
+    assert not single.meshes[0].instanced
+    np.testing.assert_array_equal(single.meshes[0].vertices, TRIANGLE + [1, 0, 0])
+
+
+def asset_vertices(scene):
+    return scene.meshes[0].vertices
 
 
 def test_parent_matrix_and_child_trs_chain_with_normals(tmp_path):
@@ -238,7 +254,8 @@ def test_gpu_instancing_extension(tmp_path):
     g.scene(g.node(mesh=g.mesh(TRIANGLE), translation=[0, 1, 0],
                    extensions={"EXT_mesh_gpu_instancing": {"attributes": {"TRANSLATION": translations}}}))
     scene = load_gltf(g.write_glb(tmp_path / "inst.glb"))
-    np.testing.assert_array_equal(scene.meshes[1].vertices, TRIANGLE + [5, 1, 0])
+    assert scene.meshes[0].vertices is scene.meshes[1].vertices  # one primitive, two instances
+    np.testing.assert_array_equal(np.concatenate(scene.meshes[1].corners()), TRIANGLE + [5, 1, 0])
 
 
 # -- tangents ------------------------------------------------------------------------------------------------------
