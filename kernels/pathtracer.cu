@@ -105,10 +105,11 @@ OA_PROGRAM __closesthit__radiance() {
 
 // Cut-out surfaces, for radiance and shadow rays alike (only meshes built with any-hit enabled run it). An
 // alpha mask drops the hit where the opacity is below the cutoff; alpha blend lets the ray through with
-// probability 1 - opacity, decided by a hash of the ray and the primitive, so that a ray meets the same
+// probability 1 - opacity, decided by a hash of the ray, the mesh and the primitive, so that a ray meets the same
 // decision each time OptiX reports the same candidate.
 OA_PROGRAM __anyhit__cutout() {
-    const MeshRecord& mesh = params.meshes[params.instanced ? oa::instance_id() : oa::sbt_gas_index()];
+    const unsigned int mesh_index = params.instanced ? oa::instance_id() : oa::sbt_gas_index();
+    const MeshRecord& mesh = params.meshes[mesh_index];
     const MaterialRecord& material = *mesh.material;
     const unsigned int prim = oa::primitive_index();
     const float2 b = oa::triangle_barycentrics();
@@ -117,9 +118,15 @@ OA_PROGRAM __anyhit__cutout() {
     if (mesh.flags & MESH_ALPHA_MASK) {
         if (opacity < material.alpha_cutoff) oa::ignore_intersection();
     } else if (mesh.flags & MESH_ALPHA_BLEND) {
+        // The ray (origin and direction: camera rays share their origin, their jittered directions differ from
+        // sample to sample), the mesh (instances of one geometry along a ray decide apart) and the primitive.
         const float3 o = oa::world_ray_origin();
-        const unsigned long long key = pt::mix64((static_cast<unsigned long long>(__float_as_uint(o.x) ^
-            __float_as_uint(o.y) * 0x9E3779B9u ^ __float_as_uint(o.z) * 0x85EBCA6Bu) << 32) | prim);
+        const float3 d = oa::world_ray_direction();
+        const unsigned int ray = __float_as_uint(o.x) ^ __float_as_uint(o.y) * 0x9E3779B9u ^
+                                 __float_as_uint(o.z) * 0x85EBCA6Bu ^ __float_as_uint(d.x) * 0xC2B2AE35u ^
+                                 __float_as_uint(d.y) * 0x27D4EB2Fu ^ __float_as_uint(d.z) * 0x165667B1u;
+        const unsigned long long key = pt::mix64((static_cast<unsigned long long>(ray) << 32) |
+                                                 (prim ^ mesh_index * 0x9E3779B1u));
         const float u = static_cast<float>(static_cast<unsigned int>(key >> 40)) * (1.0f / 16777216.0f);
         if (u >= opacity) oa::ignore_intersection();
     }

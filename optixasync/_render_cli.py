@@ -106,7 +106,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     """Register the ``render`` subcommand."""
     parser = subparsers.add_parser(
         "render", help="render a scene with the path tracer",
-        description="Render the Cornell box, the animated cloth or a mesh file with the OptiX path tracer.",
+        description="Render the Cornell box, the animated cloth, the material scene, a glTF asset or a mesh file "
+                    "with the OptiX path tracer, optionally lit by an environment (--env).",
     )
     add_arguments(parser)
     return parser
@@ -128,6 +129,10 @@ class RenderPlan:
         The output file (the base name of the numbered files for ``"frames"``).
     count : int
         Frames of the progressive or animation modes (0 for a still).
+    env : str or None
+        ``--env``: an environment image (``.hdr``, ``.exr``, ``.npy``) or a radiance ``R,G,B`` (or one grey value).
+    env_scale : float
+        ``--env-scale``: multiplies the environment's radiance.
     """
 
     scene: str
@@ -147,7 +152,7 @@ class RenderPlan:
     dt: float
     quiet: bool = False
     denoise: bool = False
-    env: str | None = None
+    env: str | None = None  # an environment image or R,G,B (the --env text)
     env_scale: float = 1.0
 
 
@@ -191,8 +196,8 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
         scene = "asset" if mesh_path.suffix.lower() in ASSET_SUFFIXES else "file"
         stem = mesh_path.stem
     env_scale = float(getattr(args, "env_scale", 1.0))
-    if not (math.isfinite(env_scale) and env_scale >= 0):
-        raise ValueError(f"--env-scale must be a finite number >= 0, got {env_scale}")
+    if not (math.isfinite(env_scale) and env_scale > 0):
+        raise ValueError(f"--env-scale must be a finite number > 0, got {env_scale}")
 
     if mode == "still":
         out = check_image_path(args.out if args.out is not None else f"{stem}.png")
@@ -220,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
         plan = plan_from_args(args)
         options = _render_options(plan)
         scene, cloth = _build_scene(plan)  # reads the mesh file on the CPU: its errors are input errors
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OSError) as exc:  # OSError: a file that cannot be read
         return _error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 2)
     except ImportError as exc:
         if "pip install" not in str(exc):  # a broken installation, not a missing optional extra
@@ -247,8 +252,10 @@ def _render_options(plan: RenderPlan) -> Any:
 
 def _build_scene(plan: RenderPlan) -> tuple[Any, Any]:
     """(scene, cloth animation or None), built on the CPU, with the environment of ``--env``."""
+    from optixasync.render import check_scene
     from optixasync.scene import ClothAnimation, cornell_box, load_gltf, load_into_cornell_box, material_scene
 
+    environment = _environment(plan)  # before reading a (possibly large) asset: a bad --env fails fast
     cloth = None
     if plan.scene == "cloth":
         cloth = ClothAnimation(plan.cells)
@@ -263,7 +270,8 @@ def _build_scene(plan: RenderPlan) -> tuple[Any, Any]:
         scene = material_scene()
     else:
         scene = cornell_box()
-    environment = _environment(plan)
+    if plan.env is None and plan.env_scale != 1.0 and not (plan.scene == "asset" and not scene.emitters):
+        print(f"{_PROG}: --env-scale has no environment to scale (give --env)", file=sys.stderr)
     if environment is not None:
         scene.environment = environment
     elif plan.scene == "asset" and not scene.emitters and scene.environment is None:
@@ -273,28 +281,29 @@ def _build_scene(plan: RenderPlan) -> tuple[Any, Any]:
         print(f"{_PROG}: {plan.mesh_path} has no lights; using a constant white environment (see --env)",
               file=sys.stderr)
         scene.environment = Environment(radiance=(plan.env_scale,) * 3, name="default")
-    return scene, cloth
+    return check_scene(scene), cloth  # a scene without light fails here, as bad input, before any GPU work
 
 
 def _environment(plan: RenderPlan) -> Any:
     """The environment of ``--env`` (None without it): a file, or a constant ``R,G,B``."""
-    from optixasync.scene import Environment, load_environment
+    from optixasync.scene import ENVIRONMENT_SUFFIXES, Environment, load_environment
 
     if plan.env is None:
         return None
-    parts = plan.env.split(",")
-    if len(parts) in (1, 3) and not Path(plan.env).exists():
-        try:
-            values = [float(p) for p in parts]
-        except ValueError:
-            values = None
-        if values is not None:
-            rgb = values * 3 if len(values) == 1 else values
-            return Environment(radiance=tuple(v * plan.env_scale for v in rgb), name="--env")
     path = Path(plan.env)
-    if not path.is_file():
-        raise ValueError(f"--env: no such file {plan.env!r} (give an .hdr, .exr or .npy image, or R,G,B)")
-    return load_environment(path, scale=plan.env_scale)
+    if path.suffix.lower() in ENVIRONMENT_SUFFIXES:  # an image file; anything else must be numbers
+        if not path.is_file():
+            raise ValueError(f"--env: no such file {plan.env!r}")
+        return load_environment(path, scale=plan.env_scale)
+    try:
+        values = [float(p) for p in plan.env.split(",")]
+    except ValueError:
+        values = []
+    if len(values) not in (1, 3):
+        raise ValueError(f"--env: {plan.env!r} is neither an image ({', '.join(ENVIRONMENT_SUFFIXES)}) nor a "
+                         "radiance R,G,B")
+    rgb = values * 3 if len(values) == 1 else values
+    return Environment(radiance=tuple(v * plan.env_scale for v in rgb), name="--env")
 
 
 def _run_gpu(plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:

@@ -94,11 +94,10 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         const SurfacePoint sp = surface_point(mesh, material, tri, __uint_as_float(hit[3]), __uint_as_float(hit[4]));
         const float cos_out = -dot(sp.ng, direction);  // > 0: the ray arrived on the front (winding) side
         const unsigned int flags = mesh.flags;
-        const float3 color = surface_color(material, sp.uv);
         if (kFirst && depth == 1) {
             first.normal = dot(sp.ns, direction) < 0.0f ? sp.ns : -sp.ns;
             const float3 glow = (flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv) : make_float3(0.0f, 0.0f, 0.0f);
-            first.albedo = clamp01(color + glow);
+            first.albedo = clamp01(surface_color(material, sp.uv) + glow);
         }
 
         // Emission reached by this ray. The camera ray has no other way to find it and counts it fully, as
@@ -117,7 +116,7 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         // The BSDF's frame: the shading normal, turned towards the ray for the back of a two-sided surface.
         // One-sided surfaces are black from the back and end the path; a dielectric is the same interface
         // from both sides and keeps its orientation (its z < 0 side is the inside).
-        Bsdf bsdf = surface_bsdf(material, sp.uv, color);
+        Bsdf bsdf = surface_bsdf(material, sp.uv, surface_color(material, sp.uv));
         Frame frame = frame_from_normal(sp.ns);
         float3 wo = frame.to_local(-direction);
         if (!bsdf_transmits(bsdf) && wo.z <= 0.0f) {
@@ -138,7 +137,8 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
             float light_scale = 0.0f;  // w_light / p_light, as light_sample_scale computes it (without f)
             float distance = 1e16f;
             bool valid = false;
-            if (rng.uniform() < env_probability) {
+            // (An empty emitter table leaves only the environment, whatever the probability says.)
+            if (rng.uniform() < env_probability || P.num_emitters == 0u) {
                 const EnvironmentSample e = environment_sample(*P.environment, rng.uniform(), rng.uniform());
                 wi = e.direction;
                 light_radiance = e.radiance;

@@ -23,7 +23,7 @@ __forceinline__ __device__ float3 barycentric(float3 a, float3 b, float3 c, floa
 
 struct SurfacePoint {
     float3 ng;      // unit winding normal
-    float3 ns;      // unit shading normal (per-vertex normals and the normal map applied), on the side of ng
+    float3 ns;      // unit shading normal (per-vertex normals and the normal map applied); it may lean past ng
     float2 uv;      // texture coordinates (0, 0 without them)
 };
 

@@ -89,7 +89,10 @@ class PipelineOptions:
 
     @property
     def max_traversable_depth(self) -> int:
-        """Depth of the traversable graph implied by the flags (for the pipeline's stack sizes)."""
+        """Depth of the traversable graph implied by the flags (for the pipeline's stack sizes).
+
+        1 for a single GAS, else 2: one level of instances (``ALLOW_ANY`` is taken to mean no deeper graph).
+        """
         # A graph that may be one GAS or instances of GAS is as deep as the instances.
         if self.traversable_graph_flags == t.TraversableGraphFlags.ALLOW_SINGLE_GAS:
             return 1

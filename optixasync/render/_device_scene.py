@@ -3,7 +3,8 @@
 :class:`DeviceScene` turns a host :class:`~optixasync.scene.Scene` into
 what the kernel reads and keeps it there: vertex, index and per-vertex
 attribute buffers, one GAS (build input ``i`` = mesh ``i``; cut-out meshes
-with their any-hit program enabled), the per-mesh and per-material records,
+with their any-hit program enabled) or, when meshes are instanced, one GAS
+per distinct geometry under an instance structure (not compacted), the per-mesh and per-material records,
 the textures (:class:`~optixasync.render.DeviceTextures`), the environment
 (:class:`~optixasync.render.DeviceEnvironment`), the emitter table for light
 sampling and the shader binding table. It knows nothing of images or
@@ -27,7 +28,9 @@ Blocking calls
 * :meth:`DeviceScene.compact` with ``wait=True`` waits for the compacted
   size (offline rendering).
 * Textures: one CUDA array per texture (``cudaMallocArray``, not
-  stream-ordered) at creation, freed at :meth:`DeviceScene.close`.
+  stream-ordered) at creation; :meth:`DeviceScene.close` destroys the
+  texture objects and frees the arrays, which waits for the device (measured:
+  it waited for a 400 ms kernel queued on the set-up stream).
 Everything else enqueues asynchronous work: uploads through pinned staging,
 the build, refits, and stream ordering on the GPU (device arrays of other
 libraries included: an event record and a stream wait, or the producer's
@@ -44,7 +47,7 @@ from ..accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, Triang
 from ..cuda import Readiness, as_cupy_stream, consume_device_array, is_library_array
 from ..scene import Material, Scene
 from ..validation import is_device_array
-from ._emitters import EmitterTable, build_emitter_table
+from ._emitters import EmitterTable, build_emitter_table, is_light_sampled
 from ._environment import DeviceEnvironment
 from ._layout import MATERIAL_RECORD
 from ._params import material_record, mesh_records, plastic_table
@@ -63,6 +66,17 @@ def check_scene(scene: Any) -> Scene:
         raise TypeError(f"scene must be an optixasync.scene.Scene, got {type(scene).__name__}")
     if not scene.meshes:
         raise ValueError("the scene has no meshes: there is nothing to render")
+    from ..scene import Environment
+
+    if scene.environment is not None and not isinstance(scene.environment, Environment):
+        raise TypeError(f"scene environment must be an Environment or None, got {type(scene.environment).__name__}")
+    for k, mesh in enumerate(scene.meshes):  # meshes are mutable: their material may have changed since
+        if mesh.material.textures and mesh.uvs is None:
+            raise ValueError(f"mesh {k} ({mesh.name!r}): its material has textures "
+                             f"({', '.join(mesh.material.textures)}) but the mesh has no uvs")
+    if not scene.emitters and (scene.environment is None or not scene.environment.power > 0):
+        raise ValueError("the scene has no light: no emissive mesh and no environment, or a black one (give a "
+                         "material an emission, or set scene.environment to an Environment with radiance)")
     if scene.dynamic and any(m.instanced for m in scene.meshes):
         raise ValueError("the scene has dynamic meshes and instanced meshes (with a transform): refits need one "
                          "GAS for the whole scene, instances an instance structure; give the instances world-space "
@@ -75,7 +89,7 @@ def host_emitter_table(scene: Scene) -> EmitterTable | None:
 
     Host-only, so a scene whose emitters have no area fails here, before any GPU work.
     """
-    if any(scene.meshes[k].on_device for k in scene.emitters):
+    if any(m.on_device and is_light_sampled(m) for m in scene.meshes):
         return None
     return build_emitter_table(scene.meshes)
 
@@ -98,8 +112,7 @@ def environment_probability(scene: Scene, environment: Any, emitters: EmitterTab
         return 0.0
     if len(emitters) == 0:
         return 1.0
-    radius = scene_radius(scene)
-    power = np.pi * radius * radius * environment.power
+    power = scene.environment.scene_power(scene_radius(scene))
     low, high = ENVIRONMENT_PROBABILITY_RANGE
     return float(np.clip(power / (power + emitters.power), low, high)) if power > 0 else 0.0
 
@@ -153,7 +166,8 @@ class DeviceScene:
     instanced : bool
         Whether ``accel`` is an instance structure.
     emitters : EmitterTable
-        The host copy of the emitter table.
+        The emitter table as built on the host (the device's copy has every
+        pdf times ``1 - environment_probability``).
     sbt, sbt_aovs : ShaderBindingTable
         The scene's records behind the plain raygen and behind the one that writes the denoiser's inputs.
     ready : Readiness
@@ -182,7 +196,7 @@ class DeviceScene:
                          for m, label in zip(scene.meshes, labels, strict=True)]
         if emitters is None:  # set-up only: the emitter table needs the emitters' triangles on the host
             def host(arrays: list[Any]) -> list[Any]:
-                return [cupy.asnumpy(arrays[k], stream=stream) if k in scene.emitters else None
+                return [cupy.asnumpy(arrays[k], stream=stream) if is_light_sampled(scene.meshes[k]) else None
                         for k in range(len(scene.meshes))]
 
             emitters = build_emitter_table(scene.meshes, host(self._vertices), host(self._indices))
@@ -263,6 +277,8 @@ class DeviceScene:
         if is_library_array(array):
             return array  # optixasync's own memory: in the order of the stream its writer used
         if not is_device_array(array):
+            if not self.instanced:  # every mesh its own copy: a dynamic mesh's writes move no other mesh
+                return self.ctx.upload(np.ascontiguousarray(array), stream)
             # Instances share their arrays: each host array is uploaded once (the entry keeps it alive, so
             # that its id is not reused by another array during the set-up).
             if id(array) not in self._uploaded:

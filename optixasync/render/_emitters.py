@@ -10,7 +10,8 @@ every entry's pdf is scaled by the probability of picking a triangle at all
 (:meth:`EmitterTable.selected`).
 
 Meshes whose emission is textured are not in the table: their radiance
-varies over the surface, which the table cannot hold. BSDF sampling finds
+varies over the surface, which the table cannot hold; nor are cut-out
+emitters (alpha mask or blend), whose holes light sampling cannot see. BSDF sampling finds
 them, with full weight (the kernel's ``MESH_LIGHT_SAMPLED`` flag is clear). A
 BSDF-sampled ray that hits triangle ``j`` of emissive mesh ``m`` finds its
 entry at ``offsets[m] + j``.
@@ -30,23 +31,30 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..scene import Mesh
+from ..scene._environment import LUMINANCE_WEIGHTS
 from ._layout import EMITTER_TRIANGLE
 
 __all__ = ["EmitterTable", "alias_table", "alias_probabilities", "build_emitter_table", "is_light_sampled",
            "luminance"]
 
-#: Rec. 709 luminance weights of linear RGB.
-LUMINANCE = np.array([0.2126, 0.7152, 0.0722])
+#: Luminance weights of linear RGB: the same as the environment's (:data:`~optixasync.scene.Environment.power`),
+#: so that the two kinds of light are weighed alike.
+LUMINANCE = np.array(LUMINANCE_WEIGHTS, np.float64)
 
 
 def luminance(rgb: np.ndarray) -> np.ndarray:
-    """Rec. 709 luminance of linear RGB values (..., 3)."""
+    """Luminance of linear RGB values (..., 3), by :data:`LUMINANCE`."""
     return np.asarray(rgb, np.float64) @ LUMINANCE
 
 
 def is_light_sampled(mesh: Mesh) -> bool:
-    """Whether ``mesh`` is in the emitter table: emissive, with an emission that is not textured."""
-    return mesh.material.is_emissive and mesh.material.emission_texture is None
+    """Whether ``mesh`` is in the emitter table: emissive, opaque, with an emission that is not textured.
+
+    A cut-out emitter is left to BSDF sampling too: light sampling would pick points in its holes (the shadow
+    ray stops short of the light and never meets its any-hit program).
+    """
+    material = mesh.material
+    return material.is_emissive and material.emission_texture is None and material.alpha_mode == "opaque"
 
 
 def alias_table(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -98,8 +98,9 @@ def material_record(material: Material, texture_handle: Callable[[Texture | None
     record["normal_scale"] = material.normal_scale
     record["emission"] = material.emission
     record["plastic_table"] = plastic_table
-    if material.bsdf == "plastic":
-        record["plastic_internal"] = plastic_constants(record["eta"].item(), material.alpha).internal_reflectance
+    if material.bsdf == "plastic":  # the same float64 eta as plastic_table: one entry of its cache
+        record["plastic_internal"] = plastic_constants(material.int_ior / material.ext_ior,
+                                                       material.alpha).internal_reflectance
     for slot, texture in (("color_texture", material.reflectance_texture),
                           ("roughness_texture", material.metallic_roughness_texture),
                           ("emission_texture", material.emission_texture),

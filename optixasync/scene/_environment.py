@@ -289,6 +289,8 @@ def load_environment(path: str | Path, *, scale: float = 1.0, name: str | None =
         On an unsupported suffix (the message lists :data:`ENVIRONMENT_SUFFIXES`),
         a file that cannot be read or decoded, or pixels that
         :class:`Environment` refuses.
+    TypeError
+        On pixels of a type :class:`Environment` refuses (an integer ``.npy``).
     MissingExtraError
         For ``.exr`` when the OpenEXR package is missing (an ``ImportError``
         naming the ``exr`` extra).

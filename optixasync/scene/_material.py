@@ -29,6 +29,7 @@ tangent-space ``normal_texture`` (scaled by ``normal_scale``).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,7 @@ def triple(value: Any, name: str) -> tuple[float, float, float]:
     """``value`` as a tuple of three finite floats (a single number is repeated); ValueError/TypeError naming ``name``."""
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be 3 numbers, got {value!r}")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
         value = (value, value, value)
     try:
         items = [float(v) for v in value]
@@ -157,7 +158,7 @@ class Material:
                                       ("int_ior", None, None), ("ext_ior", None, None),
                                       ("normal_scale", None, None)):
             value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise TypeError(f"{label}: {field_name} must be a number, got {value!r}")
             value = float(value)
             if not math.isfinite(value):
@@ -175,14 +176,30 @@ class Material:
                              f"coating), got {scalars['int_ior']} for both")
         if self.bsdf == "conductor" and not any(v > 0.0 for v in (*eta, *k)):
             raise ValueError(f"{label}: a conductor needs eta or k > 0 in some channel, got eta {eta} and k {k}")
-        for field_name in ("reflectance_texture", "metallic_roughness_texture", "emission_texture", "normal_texture"):
-            texture = getattr(self, field_name)
-            if texture is not None and not isinstance(texture, Texture):
-                raise TypeError(f"{label}: {field_name} must be a Texture or None, got {type(texture).__name__}")
+        self._check_textures(label, emission)
         # Frozen: normalise through object.__setattr__ so equal materials compare and hash equal.
         for field_name, value in (("reflectance", reflectance), ("emission", emission), ("eta", eta), ("k", k),
                                   *scalars.items()):
             object.__setattr__(self, field_name, value)
+
+
+    def _check_textures(self, label: str, emission: tuple[float, float, float]) -> None:
+        """Each texture slot holds a Texture of the right kind (data slots linear, normal maps of 3 channels)."""
+        for field_name in ("reflectance_texture", "metallic_roughness_texture", "emission_texture", "normal_texture"):
+            texture = getattr(self, field_name)
+            if texture is not None and not isinstance(texture, Texture):
+                raise TypeError(f"{label}: {field_name} must be a Texture or None, got {type(texture).__name__}")
+        for field_name in ("normal_texture", "metallic_roughness_texture"):
+            texture = getattr(self, field_name)
+            if texture is not None and texture.srgb:
+                raise ValueError(f"{label}: {field_name} holds data, not colours: it must have srgb=False "
+                                 f"({texture.name or 'the texture'} has srgb=True)")
+        if self.normal_texture is not None and self.normal_texture.shape[2] < 3:
+            raise ValueError(f"{label}: normal_texture needs 3 channels (x, y, z), "
+                             f"{self.normal_texture.name or 'the texture'} has {self.normal_texture.shape[2]}")
+        if self.emission_texture is not None and not max(emission) > 0.0:
+            raise ValueError(f"{label}: emission_texture is set but emission is {emission}: the texture "
+                             "multiplies the emission, so nothing would be emitted")
 
     @property
     def is_emissive(self) -> bool:

@@ -231,7 +231,7 @@ def material_scene(*, environment: Environment | None = None, subdivisions: int 
 
     The textured spheres are turned half a turn about +y so that the seam of
     their latitude-longitude UVs faces away from the camera. The ground is a
-    60 x 60 diffuse square (albedo 0.5) at y = 0; a 0.8 x 0.5 warm area light
+    60 x 60 diffuse square (albedo 0.5) at y = 0; a 1.0 x 0.6 warm area light
     (radiance (60, 51, 42), one-sided, facing the grid) hangs above the camera, to the left and out of the
     picture, and the camera looks down at the grid from the front (+z).
 

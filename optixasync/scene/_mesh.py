@@ -49,10 +49,11 @@ class Mesh:
         left); needed by textured materials.
     transform : array (3, 4) or (4, 4) or None
         Object-to-world placement (row-major affine). Meshes that share
-        their ``vertices`` and ``indices`` arrays (the same objects) and
-        have transforms are instances: the renderer stores their geometry
-        once (one GAS) and places it by an instance acceleration structure.
-        None: the vertices are in world space.
+        their ``vertices`` and ``indices`` host arrays (the same numpy
+        objects) and have transforms are instances: the renderer stores
+        their geometry once (one GAS) and places it by an instance
+        acceleration structure. (Device arrays are consumed per mesh: their
+        instances get a GAS each.) None: the vertices are in world space.
     tangents : array (V, 4) float32 or None
         Per-vertex tangents, w = the bitangent's handedness (glTF's); for
         normal maps. None: a normal map is oriented by the UVs' directions
@@ -91,6 +92,9 @@ class Mesh:
         for attribute, width in (("normals", 3), ("uvs", 2), ("tangents", 4)):
             setattr(self, attribute, check_attribute(getattr(self, attribute), self.num_vertices, width,
                                                      f"{label} {attribute}"))
+        if self.dynamic and (self.normals is not None or self.tangents is not None):
+            raise ValueError(f"{label} is dynamic and has normals or tangents: they would stay as they are while "
+                             "the vertices move (give a dynamic mesh neither; it is shaded flat)")
         if self.transform is not None:
             self.transform = as_affine(self.transform, f"{label} transform")
             if self.dynamic:

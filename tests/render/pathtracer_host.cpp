@@ -91,6 +91,7 @@ struct ThreadState {
     unsigned gas_index;
     float b1, b2;         // barycentrics of the hit or candidate
     float3 origin;        // world ray origin
+    float3 direction;     // world ray direction
     bool ignored;         // the any-hit program called ignore_intersection()
 };
 inline thread_local ThreadState state;
@@ -102,11 +103,15 @@ template <unsigned I>
 inline void set_payload(unsigned v) { state.payload[I] = v; }
 inline float ray_tmax() { return state.tmax; }
 inline unsigned primitive_index() { return state.prim; }
-inline unsigned sbt_gas_index() { return state.gas_index; }
-// The stand-in intersects every mesh record in world space, instance or not: the record index is the instance id.
-inline unsigned instance_id() { return state.gas_index; }
+// The stand-in intersects every mesh record in world space, instance or not. As OptiX reports them: without
+// instances the record index is the build input of the one GAS; with instances it is the instance id, and every
+// instance's GAS has one build input (index 0). Set by oa_host_launch from params.instanced.
+inline bool host_instanced = false;
+inline unsigned sbt_gas_index() { return host_instanced ? 0u : state.gas_index; }
+inline unsigned instance_id() { return host_instanced ? state.gas_index : 0u; }
 inline float2 triangle_barycentrics() { return make_float2(state.b1, state.b2); }
 inline float3 world_ray_origin() { return state.origin; }
+inline float3 world_ray_direction() { return state.direction; }
 inline void ignore_intersection() { state.ignored = true; }
 
 // Defined after the kernel (it needs the kernel's launch parameters).
@@ -122,6 +127,7 @@ inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, fl
     unsigned prim, mesh;
     for (unsigned i = 0; i < N; ++i) state.payload[i] = p[i];
     state.origin = o;
+    state.direction = d;
     const bool hit = intersect(o, d, tmin, tmax, (flags & RAY_FLAG_TERMINATE_ON_FIRST_HIT) != 0u, &t, &prim, &mesh,
                                &b1, &b2);
     if (hit) {
@@ -239,6 +245,7 @@ bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* 
 extern "C" int oa_host_launch(const void* launch_params, const unsigned* triangle_counts, unsigned num_meshes,
                               unsigned threads) {
     std::memcpy(&params, launch_params, sizeof(params));
+    oa::host_instanced = params.instanced != 0u;
     g_triangle_counts = triangle_counts;
     g_num_meshes = num_meshes;
     const unsigned width = params.width, height = params.height;

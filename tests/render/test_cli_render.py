@@ -69,6 +69,7 @@ def mesh_files(tmp_path) -> dict[str, Path]:
     np.save(files["nansky"], np.full((4, 8, 3), np.nan, np.float32))
     files["badglb"] = tmp_path / "badglb.glb"
     files["badglb"].write_bytes(b"glTF\x02\x00\x00\x00truncated")
+    files["quadglb"] = _textured_quad_glb(tmp_path / "quad.glb")
     return files
 
 
@@ -116,9 +117,12 @@ BAD_INPUT = [
     (["--scene", "cloth", "--cells", "0"], "--cells must be a positive integer"),
     (["--dt", "nan", "--frames", "2"], "--dt must be a positive number"),
     (["--env", "{tmp}/sky.hdr"], "--env: no such file"),
-    (["--env", "1,2"], "--env: no such file"),
-    (["--env-scale", "-1"], "--env-scale must be a finite number >= 0"),
-    (["--env", "{badsky}"], "unsupported environment map format '.png'"),
+    (["--env", "1,2"], "is neither an image (.hdr, .rgbe, .exr, .npy) nor a radiance R,G,B"),
+    (["--env-scale", "-1"], "--env-scale must be a finite number > 0"),
+    (["--env-scale", "0"], "--env-scale must be a finite number > 0"),
+    (["--env", "{badsky}"], "sky.png' is neither an image"),
+    (["--scene", "{quadglb}", "--env", "0,0,0"], "the scene has no light"),
+    (["--env", "{tmp}/missing.exr"], "--env: no such file"),
     (["--env", "{nansky}"], "NaN"),
     (["--scene", "{badglb}"], "badglb.glb"),
 ]

@@ -154,7 +154,8 @@ class HostTracer:
                     image=self.image.ctypes.data, meshes=self.records.ctypes.data,
                     emitters=self.entries.ctypes.data if self.entries is not None else 0,
                     num_emitters=len(self.table), handle=1, sample_offset=sample_offset, spp=spp,
-                    environment=self.environment, environment_probability=self.environment_probability)
+                    environment=self.environment, environment_probability=self.environment_probability,
+                    instanced=any(m.instanced for m in self.scene.meshes))
         self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS)
 
     def render(self, spp: int, per_launch: int | None = None) -> np.ndarray:
@@ -302,3 +303,31 @@ def test_instances_render_as_their_flattened_copies(host_kernel):
     close = np.isclose(a, b, rtol=1e-3, atol=1e-4).all(axis=-1)
     assert close.mean() > 0.97, close.mean()
     assert abs(a.mean() - b.mean()) < 0.01 * b.mean()
+
+
+def test_alpha_blend_converges_to_the_coverage(host_kernel):
+    """A veil of opacity 0.5 in front of a light: the light shows through by half, per pixel, as samples add up."""
+    light = rectangle(np.diag([2.0, 2.0, 1.0, 1.0]) @ np.eye(4), Material((0, 0, 0), (1, 1, 1)))
+    veil = rectangle(np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0.5]]),
+                     Material((0, 0, 0), opacity=0.5, alpha_mode="blend", two_sided=True))
+    camera = Camera((0, 0, 3), (0, 0, 0), fov=2 * math.degrees(math.atan(0.5 / 2.5)))
+    image = host_render(host_kernel, Scene([light, veil], camera), 256, width=8, height=8, max_depth=1)[..., 0]
+    # every pixel sees the veil (its triangles alike): the mean is 0.5, and no pixel is stuck at 0 or 1
+    assert abs(image.mean() - 0.5) < 0.02
+    assert 0.35 < image.min() and image.max() < 0.65
+
+
+def test_cut_out_emitters_are_left_to_bsdf_sampling(host_kernel):
+    """A lamp that is all hole lights nothing; one that is half there lights half as much as a solid one."""
+    floor = rectangle(np.array([[2, 0, 0, 0], [0, 0, 2, 0], [0, -2, 0, 0]]), Material((0.8, 0.8, 0.8)))
+    light = np.array([[0.3, 0, 0, 0], [0, 0, -0.3, 1.0], [0, 0.3, 0, 0]])  # facing down, 1 above the floor
+    camera = Camera((0, 2.0, 2.5), (0, 0, 0), fov=40.0)
+
+    def floor_brightness(**cut) -> float:
+        lamp = rectangle(light, Material((0, 0, 0), (20, 20, 20), **cut))
+        return float(host_render(host_kernel, Scene([floor, lamp], camera), 64, width=16, height=16,
+                                 max_depth=2).mean())
+
+    solid = floor_brightness()
+    assert floor_brightness(alpha_mode="mask", opacity=0.0) < 0.01 * solid
+    assert abs(floor_brightness(alpha_mode="blend", opacity=0.5) / solid - 0.5) < 0.1

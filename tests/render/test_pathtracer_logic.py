@@ -35,6 +35,7 @@ from optixasync.render import (
     srgb_to_linear,
     tonemap_srgb,
 )
+from optixasync.render._emitters import LUMINANCE
 from optixasync.render._layout import (
     MATERIAL_RECORD,
     MESH_ALPHA_BLEND,
@@ -298,14 +299,16 @@ def test_emitter_table_of_several_meshes():
     np.testing.assert_array_equal(table.offsets, [0, 0, 0, 2])
     total = 1.0 + ball.areas().sum()
     assert table.total_area == pytest.approx(total)
-    # Selection by power: area times luminance (the lamp's is 2, the ball's the green weight 0.7152).
-    power = np.r_[lamp.areas() * 2.0, ball.areas() * 0.7152]
+    # Selection by power: area times luminance (the lamp's is 2, the ball's the green weight).
+    green = LUMINANCE[1]
+    assert green == pytest.approx(0.7152, abs=1e-4)
+    power = np.r_[lamp.areas() * 2.0, ball.areas() * green]
     assert table.power == pytest.approx(math.pi * power.sum())
     p = alias_probabilities(table.entries["alias_q"], table.entries["alias"])
     np.testing.assert_allclose(p, power / power.sum(), atol=1e-7)
     # pdf per unit area = probability / area: luminance / total power, the same on every triangle of a mesh
     np.testing.assert_allclose(table.entries["pdf"][:2], 2.0 / power.sum(), rtol=1e-6)
-    np.testing.assert_allclose(table.entries["pdf"][2:], 0.7152 / power.sum(), rtol=1e-6)
+    np.testing.assert_allclose(table.entries["pdf"][2:], green / power.sum(), rtol=1e-6)
     np.testing.assert_allclose(table.selected(0.25)["pdf"], 0.25 * table.entries["pdf"], rtol=1e-6)
     np.testing.assert_allclose(table.entries["radiance"][:2], [[2, 2, 2]] * 2)
     np.testing.assert_allclose(table.entries["radiance"][2:], [[0, 1, 0]] * 80)

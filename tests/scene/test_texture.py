@@ -90,3 +90,43 @@ def test_a_textured_material_needs_uvs():
         Mesh(square.vertices, square.indices, normals=np.full((4, 3), np.nan, np.float32))
     mesh = Mesh(square.vertices, square.indices, textured, uvs=np.zeros((4, 2), np.float64))
     assert mesh.uvs.dtype == np.float32
+
+
+def test_texture_roles_are_checked():
+    colour = Texture(np.zeros((2, 2, 3), np.uint8), srgb=True, name="albedo.png")
+    with pytest.raises(ValueError, match="normal_texture holds data, not colours: it must have srgb=False"):
+        Material(normal_texture=colour, name="bumpy")
+    with pytest.raises(ValueError, match="metallic_roughness_texture holds data"):
+        Material(bsdf="metallic_roughness", metallic_roughness_texture=colour)
+    with pytest.raises(ValueError, match="normal_texture needs 3 channels"):
+        Material(normal_texture=Texture(np.zeros((2, 2), np.uint8)))
+    with pytest.raises(ValueError, match="emission_texture is set but emission is"):
+        Material(emission_texture=colour)
+    assert Material(alpha=np.float32(0.5), reflectance=np.float64(0.25)).reflectance == (0.25, 0.25, 0.25)
+
+
+def test_a_dynamic_mesh_has_no_normals():
+    square = rectangle()
+    with pytest.raises(ValueError, match="dynamic and has normals or tangents"):
+        Mesh(square.vertices, square.indices, normals=np.tile([[0, 0, 1]], (4, 1)).astype(np.float32), dynamic=True)
+
+
+def test_scenes_the_renderer_refuses_before_any_gpu_work():
+    from optixasync.render import check_scene
+    from optixasync.scene import Environment, Scene
+
+    dark = Scene([rectangle()])
+    with pytest.raises(ValueError, match="the scene has no light"):
+        check_scene(dark)
+    dark.environment = Environment(radiance=(0.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="the scene has no light"):
+        check_scene(dark)
+    dark.environment = Environment(radiance=(1.0, 1.0, 1.0))
+    assert check_scene(dark) is dark
+    dark.environment = "sky.hdr"  # the dataclass does not stop an assignment; the renderer does
+    with pytest.raises(TypeError, match="environment must be an Environment"):
+        check_scene(dark)
+    lit = Scene([rectangle(material=Material(emission=1.0))])
+    lit.meshes[0].material = Material(emission=1.0, reflectance_texture=Texture(np.zeros((1, 1, 3), np.uint8)))
+    with pytest.raises(ValueError, match="has no uvs"):
+        check_scene(lit)
