@@ -102,7 +102,8 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
 
         // Emission reached by this ray. The camera ray has no other way to find it and counts it fully, as
         // does a ray from a delta lobe, and a ray reaching an emitter that light sampling never picks (one
-        // with an emission texture); any other BSDF-sampled ray shares it with light sampling (lights.h).
+        // with an emission texture or cut-outs); any other BSDF-sampled ray shares it with light sampling
+        // (lights.h).
         if ((flags & MESH_EMISSIVE) && cos_out > 0.0f) {
             float weight = 1.0f;
             if (depth > 1 && !prev_delta && (flags & MESH_LIGHT_SAMPLED)) {
