@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
         url = viewer.start()
     except OSError as exc:
         return _error(f"cannot serve on {args.host}:{args.port}: {exc.strerror or exc}", 1)
-    print(f"{_PROG}: serving on {url} (Ctrl-C to stop)", flush=True)
-    _stop_on_sigterm()
+    _stop_on_sigterm()  # before the line that tells a supervisor the server is up: a SIGTERM right after it
+    print(f"{_PROG}: serving on {url} (Ctrl-C to stop)", flush=True)  # must stop it cleanly, not kill it
     viewer.serve_forever()
     return 0
 
