@@ -271,7 +271,8 @@ def _build_scene(plan: RenderPlan) -> tuple[Any, Any]:
     else:
         scene = cornell_box()
     if plan.env is None and plan.env_scale != 1.0 and not (plan.scene == "asset" and not scene.emitters):
-        print(f"{_PROG}: --env-scale has no environment to scale (give --env)", file=sys.stderr)
+        print(f"{_PROG}: --env-scale is ignored: it scales --env (or the default light of an asset without lights)",
+              file=sys.stderr)
     if environment is not None:
         scene.environment = environment
     elif plan.scene == "asset" and not scene.emitters and scene.environment is None:
