@@ -7,7 +7,8 @@
 //   geometry.h        ray offsetting, shading frames, cosine-weighted sampling
 //   camera.h          primary rays of the pinhole camera
 //   lights.h          emitter selection, points on emitters, MIS weights
-//   bsdf_interface.h  what a BSDF family provides; bsdf_<family>.h implement it; bsdf.h dispatches
+//   bsdf_interface.h  what a BSDF family provides; bsdf_<family>.h implement it (bsdf_mixture.h: the
+//                     sampling the glTF and plastic families share); bsdf.h dispatches
 //   film.h            which samples are kept, sRGB encoding
 //   texture.h         material textures (CUDA texture objects, UV transforms)
 //   surface.h         the hit's normals, UVs and shading frame; its material as a BSDF

@@ -44,13 +44,7 @@ struct ConductorBsdf {
         if (alpha == 0.0f) {
             const float3 wi = make_float3(-wo.x, -wo.y, wo.z);
             if (!(wo.z > 0.0f)) return no_bsdf_sample(wi);
-            BsdfSample s;
-            s.wi = wi;
-            s.weight = specular * fresnel_conductor(wo.z, eta, k);
-            s.pdf = 1.0f;
-            s.delta = true;
-            s.eta = 1.0f;
-            return s;
+            return reflection_sample(wi, specular * fresnel_conductor(wo.z, eta, k), 1.0f, true);
         }
         if (!(wo.z > 0.0f)) return no_bsdf_sample(make_float3(-wo.x, -wo.y, wo.z));
         const Ggx ggx = make_ggx(alpha);
@@ -59,13 +53,7 @@ struct ConductorBsdf {
         const float pdf = ggx.D(m) * ggx.g1_over_cos(wo) * 0.25f;
         const float g1 = ggx.G1(wi, m);
         if (!(pdf > 0.0f) || !(wi.z > 0.0f) || !(g1 > 0.0f)) return no_bsdf_sample(wi);
-        BsdfSample s;
-        s.wi = wi;
-        s.weight = specular * fresnel_conductor(dot(wo, m), eta, k) * g1;
-        s.pdf = pdf;
-        s.delta = false;
-        s.eta = 1.0f;
-        return s;
+        return reflection_sample(wi, specular * fresnel_conductor(dot(wo, m), eta, k) * g1, pdf);
     }
 };
 

@@ -26,13 +26,7 @@ struct DiffuseBsdf {
         const float u2 = rng.uniform();
         const float3 wi = sample_cosine_hemisphere(u1, u2);
         if (!(wo.z > 0.0f)) return no_bsdf_sample(wi);
-        BsdfSample s;
-        s.wi = wi;
-        s.weight = albedo;
-        s.pdf = wi.z * INV_PI;
-        s.delta = false;
-        s.eta = 1.0f;
-        return s;
+        return reflection_sample(wi, albedo, wi.z * INV_PI);
     }
 };
 

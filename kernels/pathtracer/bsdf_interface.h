@@ -46,15 +46,20 @@ struct BsdfSample {
     float eta;      // relative IOR crossed, n on the side of wi / n on the side of wo; 1 for a reflection
 };
 
-// The sample every family returns when it has none to give (weight 0 ends the path).
-__forceinline__ __device__ BsdfSample no_bsdf_sample(float3 wi) {
+// A sample that stays on wo's side (a reflection: eta 1).
+__forceinline__ __device__ BsdfSample reflection_sample(float3 wi, float3 weight, float pdf, bool delta = false) {
     BsdfSample s;
     s.wi = wi;
-    s.weight = make_float3(0.0f, 0.0f, 0.0f);
-    s.pdf = 0.0f;
-    s.delta = false;
+    s.weight = weight;
+    s.pdf = pdf;
+    s.delta = delta;
     s.eta = 1.0f;
     return s;
+}
+
+// The sample every family returns when it has none to give (weight 0 ends the path).
+__forceinline__ __device__ BsdfSample no_bsdf_sample(float3 wi) {
+    return reflection_sample(wi, make_float3(0.0f, 0.0f, 0.0f), 0.0f);
 }
 
 }  // namespace pt

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "pathtracer/bsdf_interface.h"
+#include "pathtracer/bsdf_mixture.h"
 #include "pathtracer/fresnel.h"
 #include "pathtracer/geometry.h"
 #include "pathtracer/microfacet.h"
@@ -63,7 +64,7 @@ struct MetallicRoughnessBsdf {
         const float3 c = c_diff();
         const float lambert = wi.z * INV_PI;
         const float p = specular_probability(wo.z);
-        pdf = p * (dot(wi, h) > 0.0f ? d_over_cos * 0.25f : 0.0f) + (1.0f - p) * lambert;
+        pdf = mixture_pdf(p, d_over_cos, wi, h);
         return make_float3((1.0f - F.x) * c.x * lambert + F.x * specular, (1.0f - F.y) * c.y * lambert + F.y * specular,
                            (1.0f - F.z) * c.z * lambert + F.z * specular);
     }
@@ -87,18 +88,7 @@ struct MetallicRoughnessBsdf {
         const float u2 = rng.uniform();
         if (!(wo.z > 0.0f)) return no_bsdf_sample(make_float3(-wo.x, -wo.y, wo.z));
         const Ggx ggx{fmaxf(alpha, METALLIC_ROUGHNESS_MIN_ALPHA)};
-        const float3 wi = u_lobe < specular_probability(wo.z) ? microfacet_reflect(wo, ggx.sample_visible(wo, u1, u2))
-                                                              : sample_cosine_hemisphere(u1, u2);
-        float pdf;
-        const float3 f = eval_pdf(wo, wi, pdf);
-        if (!(pdf > 0.0f)) return no_bsdf_sample(wi);
-        BsdfSample s;
-        s.wi = wi;
-        s.weight = f * (1.0f / pdf);
-        s.pdf = pdf;
-        s.delta = false;
-        s.eta = 1.0f;
-        return s;
+        return mixture_sample(*this, wo, mixture_direction(wo, ggx, u_lobe < specular_probability(wo.z), u1, u2));
     }
 };
 

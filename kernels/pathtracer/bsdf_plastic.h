@@ -17,6 +17,7 @@
 #pragma once
 
 #include "pathtracer/bsdf_interface.h"
+#include "pathtracer/bsdf_mixture.h"
 #include "pathtracer/fresnel.h"
 #include "pathtracer/geometry.h"
 #include "pathtracer/microfacet.h"
@@ -69,7 +70,7 @@ struct PlasticBsdf {
         const float t_i = external_transmittance(wi.z);
         const float base = t_o * t_i * wi.z * INV_PI / ((1.0f - internal_reflectance) * (eta * eta));
         const float p = specular_probability(t_o);
-        pdf = p * (dot(wi, h) > 0.0f ? d_over_cos * 0.25f : 0.0f) + (1.0f - p) * wi.z * INV_PI;
+        pdf = mixture_pdf(p, d_over_cos, wi, h);
         return make_float3(specular + diffuse.x * base, specular + diffuse.y * base, specular + diffuse.z * base);
     }
 
@@ -85,26 +86,14 @@ struct PlasticBsdf {
         return pdf;
     }
 
-    // One of the two lobes, chosen with specular_probability; the weight is f cos / pdf of the mixture, so a
-    // direction either lobe could have produced is weighted the same whichever did.
+    // One of the two lobes, chosen with specular_probability (bsdf_mixture.h).
     __forceinline__ __device__ BsdfSample sample(float3 wo, Pcg32& rng) const {
         const float u_lobe = rng.uniform();
         const float u1 = rng.uniform();
         const float u2 = rng.uniform();
         if (!(wo.z > 0.0f)) return no_bsdf_sample(make_float3(-wo.x, -wo.y, wo.z));
         const bool coating = u_lobe < specular_probability(external_transmittance(wo.z));
-        const float3 wi = coating ? microfacet_reflect(wo, make_ggx(alpha).sample_visible(wo, u1, u2))
-                                  : sample_cosine_hemisphere(u1, u2);
-        float pdf;
-        const float3 f = eval_pdf(wo, wi, pdf);
-        if (!(pdf > 0.0f)) return no_bsdf_sample(wi);
-        BsdfSample s;
-        s.wi = wi;
-        s.weight = f * (1.0f / pdf);
-        s.pdf = pdf;
-        s.delta = false;
-        s.eta = 1.0f;
-        return s;
+        return mixture_sample(*this, wo, mixture_direction(wo, make_ggx(alpha), coating, u1, u2));
     }
 };
 

@@ -91,7 +91,8 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         const MeshRecord& mesh = P.meshes[hit[2]];
         const MaterialRecord& material = *mesh.material;
         const Triangle tri = load_triangle(mesh, prim);
-        const SurfacePoint sp = surface_point(mesh, material, tri, __uint_as_float(hit[3]), __uint_as_float(hit[4]));
+        const float b1 = __uint_as_float(hit[3]), b2 = __uint_as_float(hit[4]);
+        const SurfacePoint sp = surface_point(mesh, material, tri, b1, b2);
         const float cos_out = -dot(sp.ng, direction);  // > 0: the ray arrived on the front (winding) side
         const unsigned int flags = mesh.flags;
         if (kFirst && depth == 1) {
@@ -129,7 +130,7 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         // grows with the distance travelled (a camera far from a surface near the world's origin put points
         // below the surface by more than offset_ray's margin), this one's with the vertices' coordinates,
         // which is what offset_ray assumes.
-        const float3 point = barycentric(tri.p0, tri.p1, tri.p2, __uint_as_float(hit[3]), __uint_as_float(hit[4]));
+        const float3 point = barycentric(tri.p0, tri.p1, tri.p2, b1, b2);
 
         // Next-event estimation: one point on one emitter (the environment with probability
         // env_probability, else a triangle of the emitter table), counted if nothing is in between.
