@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import time
 from pathlib import Path
@@ -57,7 +56,8 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> st
         cells = []
         for key, _, fmt in columns:
             value = row.get(key, "-")
-            cells.append(format(value, fmt) if isinstance(value, (int, float)) and fmt else str(value))
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)  # a flag prints as a word
+            cells.append(format(value, fmt) if numeric and fmt else str(value))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -327,15 +327,16 @@ def main(argv: list[str] | None = None) -> int:
     report["elapsed_s"] = time.perf_counter() - start
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, default=_json_default))
+    out.write_text(json.dumps(report, indent=1, default=json_default))
     print(f"\nwrote {out} ({report['elapsed_s']:.0f} s)")
     return 0
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """``json.dumps``'s ``default`` for a report: numpy scalars as numbers, arrays (images) left out, else text."""
     if isinstance(value, (np.floating, np.integer)):
         return value.item()
-    if isinstance(value, float) and math.isnan(value):
+    if isinstance(value, np.ndarray):
         return None
     return str(value)
 

@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_pathtracer import json_default, run_frames, table  # our path tracer benchmark's report and frame loop
 
 from optixasync.scene import (
     COPPER_ETA,
@@ -349,7 +350,6 @@ def guarded(out: dict[str, Any], key: str, work: Callable[[], Any]) -> None:
 
 
 def perf_ours(ctx: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from bench_pathtracer import run_frames  # the frame loop of our own benchmark, shared
 
     from optixasync.cuda import create_stream
     from optixasync.render import PathTracer, RenderOptions
@@ -475,19 +475,6 @@ def perf_mitsuba(mi: Any, args: argparse.Namespace) -> dict[str, Any]:
 # -- report ----------------------------------------------------------------------------------------------------------
 
 
-def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> str:
-    """A markdown table: ``columns`` are (key, header, format)."""
-    lines = ["| " + " | ".join(h for _, h, _ in columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        cells = []
-        for key, _, fmt in columns:
-            value = row.get(key, "-")
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and fmt
-            cells.append(format(value, fmt) if ok else str(value))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def parity_rows(args: argparse.Namespace, ours: dict[str, Any], theirs: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for name in args.scenes:
@@ -611,17 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     report["elapsed_s"] = time.perf_counter() - start
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, default=_json_default))
+    out.write_text(json.dumps(report, indent=1, default=json_default))
     print(f"\nwrote {out} and the pictures in {args.out} ({report['elapsed_s']:.0f} s)")
     return 0
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return None  # images stay out of the JSON
-    return str(value)
 
 
 if __name__ == "__main__":
