@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from host_build import build_host_library, compiler
 
 HERE = Path(__file__).resolve().parent
 FAMILIES = {"diffuse": 0, "conductor": 1, "dielectric": 2, "plastic": 3, "metallic_roughness": 4}
@@ -47,31 +45,13 @@ class Samples(NamedTuple):
     eta: np.ndarray     # (n,) relative IOR crossed (1: reflection)
 
 
-def compiler() -> str | None:
-    """The C++ compiler the harness is built with: $CXX, c++, g++ or clang++ (None if there is none)."""
-    return shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++") or shutil.which("clang++")
-
-
-def _kernels_dir() -> Path:
-    from optixasync._config import kernels_dir  # the package's kernels (checkout or wheel) have no public door
-
-    return Path(kernels_dir())
-
-
 @functools.lru_cache(maxsize=1)
 def load() -> BsdfHost:
     """The compiled harness (built on first use, in a temporary folder, once per process)."""
-    cxx = compiler()
-    if cxx is None:
+    if compiler() is None:
         raise HarnessUnavailable("no C++ compiler (c++, g++ or clang++) to build the BSDF harness")
-    build = Path(tempfile.mkdtemp(prefix="bsdf_host_"))
-    library = build / "libbsdf_host.so"
-    command = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-pthread", "-Wall", "-Wextra", "-Werror",
-               "-Wno-unused-function", f"-I{_kernels_dir()}", str(HERE / "bsdf_host.cpp"), "-o", str(library)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"host build of the BSDF headers failed:\n{result.stderr}")
-    return BsdfHost(ctypes.CDLL(str(library)))
+    return BsdfHost(build_host_library("bsdf_host.cpp", Path(tempfile.mkdtemp(prefix="bsdf_host_")), "-Wextra",
+                                       "-Werror"))
 
 
 def _rgb(value) -> list[float]:

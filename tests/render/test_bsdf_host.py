@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from optixasync._config import kernels_dir  # where the package's kernels live has no public door
 from optixasync.program import compile_ptx
 from optixasync.render._plastic import (  # the host precomputation has no public door yet
     PLASTIC_TABLE_SIZE,
@@ -644,7 +645,7 @@ def test_plastic_constants_are_the_reference_renderers():
 
 def test_plastic_table_size_is_the_headers(host):
     assert host.plastic_table_size == PLASTIC_TABLE_SIZE
-    header = (H._kernels_dir() / "pathtracer" / "bsdf_plastic.h").read_text()
+    header = (Path(kernels_dir()) / "pathtracer" / "bsdf_plastic.h").read_text()
     assert re.search(rf"PLASTIC_TABLE_SIZE\s*=\s*{PLASTIC_TABLE_SIZE}u;", header)
 
 

@@ -13,18 +13,15 @@ from __future__ import annotations
 
 import ctypes
 import math
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from host_build import aligned, build_host_library, compiler
 
 # Private on purpose: where the package's kernels live, the path tracer's NVRTC options, and the environment's
 # device tables and record, which have no public door yet.
-from optixasync._config import kernels_dir
 from optixasync.program import compile_ptx
 from optixasync.render._environment import ENVIRONMENT_RECORD, environment_record, environment_tables
 from optixasync.render._program import COMPILE_OPTIONS
@@ -36,19 +33,9 @@ F32 = ctypes.POINTER(ctypes.c_float)
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    compiler = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++") or shutil.which("clang++")
-    if compiler is None:
+    if compiler() is None:
         pytest.skip("no C++ compiler (c++, g++ or clang++) to build the host version of environment.h")
-    build = tmp_path_factory.mktemp("environment_host")
-    kernels = build / "kernels"  # a copy with an empty device header, as test_pathtracer_host builds it
-    shutil.copytree(kernels_dir(), kernels)
-    (kernels / "optixasync_device.h").write_text("#pragma once\n")
-    library = build / "libenvironment_host.so"
-    command = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-function",
-               f"-I{kernels}", str(HERE / "environment_host.cpp"), "-o", str(library)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, f"host build of environment.h failed:\n{result.stderr}"
-    lib = ctypes.CDLL(str(library))
+    lib = build_host_library("environment_host.cpp", tmp_path_factory.mktemp("environment_host"), "-Wextra")
     for name in ("env_radiance", "env_pdf", "env_sample"):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p]
     lib.env_record_size.restype = ctypes.c_uint
@@ -86,14 +73,6 @@ class HostEnvironment:
     def sample(self, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         out = self._call("env_sample", uniforms, 2, 7)
         return out[:, :3], out[:, 3:6], out[:, 6]
-
-
-def aligned(array: np.ndarray, alignment: int = 16) -> np.ndarray:
-    raw = np.zeros(array.nbytes + alignment, np.uint8)
-    start = (-raw.ctypes.data) % alignment
-    out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
-    out[...] = array
-    return out
 
 
 def uniforms(n: int, seed: int) -> np.ndarray:

@@ -13,15 +13,12 @@ import ctypes
 import importlib.util
 import math
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from host_build import aligned, build_host_library, compiler
 
-# Where the package's kernels live (installed wheel or checkout) has no public door; the build copies them.
-from optixasync._config import kernels_dir
 from optixasync.render import (
     PATH_PARAMS,
     RenderOptions,
@@ -51,34 +48,12 @@ def load_reference():
 
 @pytest.fixture(scope="module")
 def host_kernel(tmp_path_factory):
-    compiler = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++") or shutil.which("clang++")
-    if compiler is None:
+    if compiler() is None:
         pytest.skip("no C++ compiler (c++, g++ or clang++) to build the host version of the kernel")
-    build = tmp_path_factory.mktemp("pathtracer_host")
-    # The whole kernels tree, so that pathtracer.cu finds its headers (pathtracer/*.h) as NVRTC does, with an
-    # empty optixasync_device.h: the host file provides the device interface. A copy rather than -I, because a
-    # quoted include looks next to the including file first and would find the real device header there.
-    kernels = build / "kernels"
-    shutil.copytree(kernels_dir(), kernels)
-    (kernels / "optixasync_device.h").write_text("#pragma once\n")
-    library = build / "libpathtracer_host.so"
-    command = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-pthread", "-Wall", "-Wno-unused-function",
-               f"-I{kernels}", str(HERE / "pathtracer_host.cpp"), "-o", str(library)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, f"host build of pathtracer.cu failed:\n{result.stderr}"
-    lib = ctypes.CDLL(str(library))
+    lib = build_host_library("pathtracer_host.cpp", tmp_path_factory.mktemp("pathtracer_host"))
     lib.oa_host_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
     lib.oa_host_launch.restype = ctypes.c_int
     return lib
-
-
-def aligned(array: np.ndarray, alignment: int = 16) -> np.ndarray:
-    """A copy of ``array`` whose data starts on an ``alignment``-byte boundary (float4 loads need it)."""
-    raw = np.zeros(array.nbytes + alignment, np.uint8)
-    start = (-raw.ctypes.data) % alignment
-    out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
-    out[...] = array
-    return out
 
 
 #: ``HostTexture`` of pathtracer_host.cpp: texels pointer, width, height, wrap u, wrap v, nearest.
@@ -103,7 +78,7 @@ class HostTracer:
         self.indices = [np.ascontiguousarray(m.indices, np.uint32) for m in scene.meshes]
         self.table = build_emitter_table(scene.meshes)
         self.environment = self._environment(scene.environment)
-        self.environment_probability = environment_probability(scene, scene.environment, self.table)
+        self.environment_probability = environment_probability(scene, self.table)
         selected = self.table.selected(1.0 - self.environment_probability)
         self.entries = aligned(selected) if len(self.table) else None
         attributes = [tuple(0 if a is None else self._pointer(np.ascontiguousarray(a, np.float32))
@@ -155,7 +130,7 @@ class HostTracer:
                     emitters=self.entries.ctypes.data if self.entries is not None else 0,
                     num_emitters=len(self.table), handle=1, sample_offset=sample_offset, spp=spp,
                     environment=self.environment, environment_probability=self.environment_probability,
-                    instanced=any(m.instanced for m in self.scene.meshes))
+                    instanced=bool(self.scene.instanced))
         self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS)
 
     def render(self, spp: int, per_launch: int | None = None) -> np.ndarray:
