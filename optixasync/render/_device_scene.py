@@ -71,13 +71,11 @@ def check_scene(scene: Any) -> Scene:
     if scene.environment is not None and not isinstance(scene.environment, Environment):
         raise TypeError(f"scene environment must be an Environment or None, got {type(scene.environment).__name__}")
     for k, mesh in enumerate(scene.meshes):  # meshes are mutable: their material may have changed since
-        if mesh.material.textures and mesh.uvs is None:
-            raise ValueError(f"mesh {k} ({mesh.name!r}): its material has textures "
-                             f"({', '.join(mesh.material.textures)}) but the mesh has no uvs")
+        mesh.check_material(f"mesh {k} ({mesh.name!r})")
     if not scene.emitters and (scene.environment is None or not scene.environment.power > 0):
         raise ValueError("the scene has no light: no emissive mesh and no environment, or a black one (give a "
                          "material an emission, or set scene.environment to an Environment with radiance)")
-    if scene.dynamic and any(m.instanced for m in scene.meshes):
+    if scene.dynamic and scene.instanced:
         raise ValueError("the scene has dynamic meshes and instanced meshes (with a transform): refits need one "
                          "GAS for the whole scene, instances an instance structure; give the instances world-space "
                          "vertices (Mesh.flattened) or make no mesh dynamic")
@@ -98,7 +96,7 @@ def host_emitter_table(scene: Scene) -> EmitterTable | None:
 ENVIRONMENT_PROBABILITY_RANGE = (0.25, 0.75)
 
 
-def environment_probability(scene: Scene, environment: Any, emitters: EmitterTable) -> float:
+def environment_probability(scene: Scene, emitters: EmitterTable) -> float:
     """The probability that light sampling picks the environment rather than an emissive triangle.
 
     Proportional to power: the environment's is that of its radiance arriving on a disc as large as the
@@ -108,7 +106,7 @@ def environment_probability(scene: Scene, environment: Any, emitters: EmitterTab
     which never reaches what the camera sees: with a large ground plane it sent 99% of the light samples to
     the sky, and the area lights' light came out very noisy. 1 without triangles, 0 without an environment.
     """
-    if environment is None:
+    if scene.environment is None:
         return 0.0
     if len(emitters) == 0:
         return 1.0
@@ -180,7 +178,7 @@ class DeviceScene:
 
         self.ctx = ctx
         self.scene = check_scene(scene)
-        self.instanced = any(m.instanced for m in scene.meshes)
+        self.instanced = bool(scene.instanced)
         if self.instanced != program.instanced:
             raise ValueError(f"the program traces {'instances' if program.instanced else 'one GAS'} but the scene "
                              f"{'has' if self.instanced else 'has no'} instanced meshes: create it with "
@@ -206,7 +204,7 @@ class DeviceScene:
                                   for a in (m.normals, m.uvs, m.tangents)) for m in scene.meshes]
         material_pointers = self._upload_materials(stream)
         self.environment = DeviceEnvironment(ctx, scene.environment, stream) if scene.environment is not None else None
-        self.environment_probability = environment_probability(scene, self.environment, self.emitters)
+        self.environment_probability = environment_probability(scene, self.emitters)
         records = mesh_records(scene, [int(v.data.ptr) for v in self._vertices],
                                [int(i.data.ptr) for i in self._indices], self.emitters.offsets, material_pointers,
                                [tuple(0 if a is None else int(a.data.ptr) for a in attrs) for attrs in self._attributes])

@@ -146,7 +146,7 @@ class PathTracer:
         self.last_render_ms: float | None = None
         self._basis: tuple[Camera, tuple[np.ndarray, ...]] | None = None
         emitters = host_emitter_table(scene)  # before compiling: zero emissive area raises here
-        self.program = PathTracerProgram(ctx, instanced=any(m.instanced for m in scene.meshes))
+        self.program = PathTracerProgram(ctx, instanced=bool(scene.instanced))
         self.device_scene = DeviceScene(ctx, scene, self.program, self.stream, emitters)
         self.accel = self.device_scene.accel
         self.emitters = self.device_scene.emitters

@@ -100,12 +100,20 @@ class Mesh:
             if self.dynamic:
                 raise ValueError(f"{label} is dynamic and has a transform: instances cannot be refitted (give the "
                                  "dynamic mesh world-space vertices)")
-        if self.material.textures and self.uvs is None:
-            raise ValueError(f"{label}: its material has textures ({', '.join(self.material.textures)}) "
-                             "but the mesh has no uvs")
+        self.check_material(label)
         if self.dynamic and self.material.is_emissive:
             raise ValueError(f"{label} is emissive and dynamic: emitters must be static (the emitter table "
                              "holds their world positions)")
+
+    def check_material(self, label: str | None = None) -> None:
+        """Raise ValueError when the material has textures and the mesh has no UVs to look them up with.
+
+        Run at creation, and again by the renderer: a mesh's material may be replaced after it was made.
+        """
+        if self.material.textures and self.uvs is None:
+            label = label or (f"mesh {self.name!r}" if self.name else "mesh")
+            raise ValueError(f"{label}: its material has textures ({', '.join(self.material.textures)}) "
+                             "but the mesh has no uvs")
 
     @property
     def on_device(self) -> bool:

@@ -64,6 +64,11 @@ class Scene:
         return [k for k, mesh in enumerate(self.meshes) if mesh.dynamic]
 
     @property
+    def instanced(self) -> list[int]:
+        """Indices of the meshes placed by a transform (instances; see :attr:`Mesh.transform`)."""
+        return [k for k, mesh in enumerate(self.meshes) if mesh.instanced]
+
+    @property
     def num_triangles(self) -> int:
         return sum(mesh.num_triangles for mesh in self.meshes)
 
