@@ -42,15 +42,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCENE_NAMES", "RenderPlan", "add_arguments", "add_parser", "format_stats", "plan_from_args", "run",
-           "swing_camera"]
+__all__ = ["SCENE_NAMES", "RenderPlan", "add_arguments", "add_parser", "format_stats", "plan_from_args", "run"]
 
 #: Built-in scenes of ``--scene`` (anything else must be a scene or mesh file).
 SCENE_NAMES = ("cornell_box", "cloth", "materials")
@@ -100,6 +98,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     frames.add_argument("--spp-per-frame", type=int, default=16, metavar="N", help="samples per pixel per frame (default 16)")
     frames.add_argument("--dt", type=float, default=1 / 30, metavar="S", help="animation time step in seconds (default 1/30)")
     frames.add_argument("--quiet", action="store_true", help="no progress bar")
+    multi = parser.add_argument_group("several GPUs (a still is split by samples, --frames by frames)")
+    multi.add_argument("--gpus", default=None, metavar="all|0,1",
+                       help="render on these GPUs of this machine, one worker thread each")
+    multi.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="render on the GPU workers of a Dask cluster, e.g. tcp://host:8786 "
+                            "(needs the cluster extra)")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -133,6 +137,10 @@ class RenderPlan:
         ``--env``: an environment image (``.hdr``, ``.exr``, ``.npy``) or a radiance ``R,G,B`` (or one grey value).
     env_scale : float
         ``--env-scale``: multiplies the environment's radiance.
+    gpus : str or None
+        ``--gpus``: ``all`` or device numbers; the render goes to :mod:`optixasync.multi`.
+    scheduler : str or None
+        ``--scheduler``: a Dask scheduler's address; the render goes to its workers.
     """
 
     scene: str
@@ -154,6 +162,8 @@ class RenderPlan:
     denoise: bool = False
     env: str | None = None  # an environment image or R,G,B (the --env text)
     env_scale: float = 1.0
+    gpus: str | None = None  # --gpus: this machine's GPUs, one worker each
+    scheduler: str | None = None  # --scheduler: a Dask scheduler's address
 
 
 def plan_from_args(args: argparse.Namespace) -> RenderPlan:
@@ -166,6 +176,8 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
     """
     from optixasync.render import check_image_path
     from optixasync.scene import MESH_SUFFIXES, check_mesh_path
+
+    from ._render_multi import check_multi
 
     def positive(name: str, value: int | None) -> None:
         if value is not None and value < 1:
@@ -199,6 +211,8 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
     if not (math.isfinite(env_scale) and env_scale > 0):
         raise ValueError(f"--env-scale must be a finite number > 0, got {env_scale}")
 
+    gpus, scheduler = getattr(args, "gpus", None), getattr(args, "scheduler", None)
+    check_multi(gpus, scheduler, mode, bool(getattr(args, "denoise", False)))
     if mode == "still":
         out = check_image_path(args.out if args.out is not None else f"{stem}.png")
     else:
@@ -210,7 +224,7 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
         height=args.height, spp=args.spp, max_depth=args.max_depth, samples_per_launch=args.samples_per_launch,
         seed=args.seed, cells=args.cells, frames_in_flight=args.frames_in_flight, spp_per_frame=args.spp_per_frame,
         dt=float(args.dt), quiet=bool(getattr(args, "quiet", False)), denoise=bool(getattr(args, "denoise", False)),
-        env=getattr(args, "env", None), env_scale=env_scale,
+        env=getattr(args, "env", None), env_scale=env_scale, gpus=gpus, scheduler=scheduler,
     )
 
 
@@ -221,10 +235,13 @@ def _error(message: str, status: int) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``optixasync render``; returns the exit status (0 done, 2 bad input, 1 GPU or driver failure)."""
+    from ._render_multi import multi_backend, run_multi
+
     try:
         plan = plan_from_args(args)
         options = _render_options(plan)
         scene, cloth = _build_scene(plan)  # reads the mesh file on the CPU: its errors are input errors
+        backend = multi_backend(plan)  # an unknown GPU or a missing Dask is an input error too
     except (ValueError, TypeError, OSError) as exc:  # OSError: a file that cannot be read
         return _error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 2)
     except ImportError as exc:
@@ -235,6 +252,9 @@ def run(args: argparse.Namespace) -> int:
     from optixasync.errors import OptixAsyncError
 
     try:
+        if backend is not None:
+            with contextlib.closing(backend):
+                return run_multi(plan, options, scene, cloth, backend)
         return _run_gpu(plan, options, scene, cloth)
     except KeyboardInterrupt:
         return _error("interrupted", 130)
@@ -354,27 +374,16 @@ def _render_still(ctx: Any, plan: RenderPlan, options: Any, scene: Any) -> int:
     return 0
 
 
-def swing_camera(camera: Any, angle_degrees: float) -> Any:
-    """``camera`` with its eye turned by ``angle_degrees`` about the vertical axis through its target."""
-    import numpy as np
-
-    eye = np.asarray(camera.eye, dtype=np.float64)
-    target = np.asarray(camera.target, dtype=np.float64)
-    a = math.radians(angle_degrees)
-    offset = eye - target
-    turned = np.array([math.cos(a) * offset[0] + math.sin(a) * offset[2], offset[1],
-                       -math.sin(a) * offset[0] + math.cos(a) * offset[2]])
-    return dataclasses.replace(camera, eye=tuple(float(v) for v in target + turned))
-
-
 def _render_frames(ctx: Any, plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:
     """The scheduler's modes: an animation, a progressive still, or a denoised still (one frame of ``--spp``)."""
     from optixasync.cuda import create_stream
+    from optixasync.multi import CameraSwing
     from optixasync.render import ImageWriter, PathTracer, numbered_path
     from optixasync.scheduler import FrameScheduler
 
     animation = plan.mode == "frames"
     count = plan.count if plan.mode != "still" else 1
+    swing = CameraSwing(scene.camera, count)
     spp = plan.spp if plan.mode == "still" else plan.spp_per_frame
     linear_out = plan.out.suffix.lower() == ".exr"  # a denoised still to EXR: the linear denoised image
     # One stream for the tracer's set-up (builds, uploads) and the frames, so every frame is ordered after it.
@@ -406,7 +415,7 @@ def _render_frames(ctx: Any, plan: RenderPlan, options: Any, scene: Any, cloth: 
                     if cloth is not None:
                         cloth.update(tracer, k * plan.dt, f)  # the frame as the stream: timed with it
                     else:  # a still scene: swing the camera +-15 degrees over the animation
-                        camera = swing_camera(scene.camera, 15.0 * math.sin(2 * math.pi * k / count))
+                        camera = swing(tracer, k, f)
                     tracer.reset()  # each animation frame is its own image
                 record(f, spp, animation or k == count - 1, camera, linear_out)
             consume(sched.poll())

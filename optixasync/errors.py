@@ -18,6 +18,7 @@ __all__ = [
     "MissingExtraError",
     "FrameAbortedError",
     "ResultsOverflowError",
+    "WorkerError",
 ]
 
 
@@ -66,6 +67,33 @@ class ResultsOverflowError(OptixAsyncError):
     results, consume them through the frames' handles, or create the scheduler with
     ``keep_results=False``.
     """
+
+
+class WorkerError(OptixAsyncError):
+    """A render worker failed, so the job it belonged to failed: the worker's device and host are named.
+
+    Raised by :mod:`optixasync.multi` in the caller for an error on a worker (a thread or a Dask
+    worker process); the worker's own exception is its ``__cause__`` where it could travel, and its
+    text is in the message in any case.
+
+    Attributes
+    ----------
+    device : str
+        The worker's device, for example ``GPU 1`` (or ``GPU 0 of CUDA_VISIBLE_DEVICES=1``).
+    host : str
+        The host name of the worker's machine.
+    error : str
+        The worker's exception as ``Type: message``.
+    """
+
+    def __init__(self, device: str, host: str, error: str) -> None:
+        self.device = device
+        self.host = host
+        self.error = error
+        super().__init__(f"the worker on {device} of {host} failed: {error}")
+
+    def __reduce__(self):
+        return (type(self), (self.device, self.host, self.error))
 
 
 class _StatusError(OptixAsyncError):

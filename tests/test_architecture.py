@@ -30,7 +30,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("render", ("render",)),
     ("denoise", ("denoise",)),
     ("viewer", ("viewer",)),
-    ("top", ("testing", "cli", "_render_cli", "__main__", "__init__")),
+    ("multi", ("multi",)),
+    ("top", ("testing", "cli", "_render_cli", "_render_multi", "__main__", "__init__")),
 ]
 #: Packages beside the stack, and the highest layer each may import.
 BESIDE: dict[str, str] = {"diagnostics": "cuda"}

@@ -25,7 +25,7 @@ PYTHON_LANGUAGES = {"python", "py", "python3"}
 
 #: Calls that touch CUDA, whatever the block's other contents.
 GPU_CALLS = {"Context", "DeviceContext", "spin_gpu", "create_stream", "syncwatch", "assert_no_sync", "blocks",
-             "render_triangle"}
+             "render_triangle", "Farm", "LocalGPUs", "DaskGPUs"}
 #: Calls that need CUPTI (the ``diagnostics`` extra).
 CUPTI_CALLS = {"syncwatch", "assert_no_sync"}
 

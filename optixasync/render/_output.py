@@ -176,15 +176,17 @@ class ImageWriter:
         self._futures: list[Future] = []
         self.written: list[Path] = []
 
-    def submit(self, path: str | Path, image: np.ndarray) -> None:
+    def submit(self, path: str | Path, image: np.ndarray) -> Future:
         """Queue ``image`` (kept by reference: pass an array nobody writes to afterwards) for ``path``.
 
         Raises the first error of an earlier write, if any, so a failing disk stops the loop early.
+        Returns the write's future: its result is the path written.
         """
         self._raise_first_error()
         self._slots.acquire()  # waits only when max_pending images are still being encoded
         future = self._pool.submit(self._write, Path(path), image)
         self._futures.append(future)
+        return future
 
     def _write(self, path: Path, image: np.ndarray) -> Path:
         try:

@@ -51,11 +51,14 @@ def launch_plan(total: int, per_launch: int) -> list[tuple[int, int]]:
 def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: int, image: int, meshes: int,
                 emitters: int, num_emitters: int, handle: int, sample_offset: int, spp: int,
                 basis: tuple[np.ndarray, ...] | None = None, aovs: tuple[int, int, int, int] | None = None,
-                environment: int = 0, environment_probability: float = 0.0, instanced: bool = False) -> None:
+                environment: int = 0, environment_probability: float = 0.0, instanced: bool = False,
+                accumulate: bool | None = None) -> None:
     """Write ``PathTracerParams`` into ``params`` (a numpy scalar of :data:`PATH_PARAMS`, pinned or not).
 
     ``accum``, ``image``, ``meshes`` and ``emitters`` are device addresses (``image`` 0: no tonemap).
-    A launch with ``sample_offset`` 0 overwrites the accumulation; later ones add to it. ``basis`` is
+    ``sample_offset`` is the absolute index of the launch's first sample (its random numbers depend on it).
+    ``accumulate`` says whether the launch adds to the accumulation or overwrites it; by default
+    (None) a launch with ``sample_offset`` 0 overwrites and later ones add. ``basis`` is
     ``camera.basis(width, height)`` when the caller has it already. ``aovs`` is the device addresses of
     (AOV sums, colour, albedo, normal) for a launch that writes the denoiser's inputs (None: it does not).
     ``environment`` is the device address of the ``EnvironmentRecord`` (0: none) and
@@ -68,7 +71,9 @@ def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: i
     params["handle"] = handle
     params["eye"], params["cam_u"], params["cam_v"], params["cam_w"] = eye, u, v, w
     params["width"], params["height"] = options.width, options.height
-    params["sample_offset"], params["spp"], params["accumulate"] = sample_offset, spp, int(sample_offset > 0)
+    if accumulate is None:
+        accumulate = sample_offset > 0
+    params["sample_offset"], params["spp"], params["accumulate"] = sample_offset, spp, int(bool(accumulate))
     params["seed"], params["max_depth"], params["rr_depth"] = options.seed, options.max_depth, options.rr_depth
     params["num_emitters"] = num_emitters
     params["inv_total"] = 1.0 / (sample_offset + spp)

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..cuda import GpuSpan, GpuTimer, Readiness, as_cupy_stream, elapsed_ms, synchronize
 from ..scene import Camera, Scene
-from ..validation import coerce_options
+from ..validation import as_int, coerce_options
 from ._device_scene import DeviceScene, check_scene, host_emitter_table
 from ._layout import PATH_PARAMS
 from ._options import RenderOptions
@@ -225,13 +225,13 @@ class PathTracer:
             raise RuntimeError("this PathTracer is closed")
 
     def _fill(self, params: Any, *, accum: Any, image: int, sample_offset: int, spp: int,
-              aovs: tuple[int, int, int, int] | None = None) -> None:
+              aovs: tuple[int, int, int, int] | None = None, accumulate: bool | None = None) -> None:
         scene = self.device_scene
         fill_params(params, options=self.options, camera=self.camera, accum=int(accum.data.ptr), image=image,
                     meshes=scene.records_pointer, emitters=scene.emitters_pointer, num_emitters=len(scene.emitters),
                     handle=scene.handle, sample_offset=sample_offset, spp=spp, basis=self._camera_basis(), aovs=aovs,
                     environment=scene.environment_pointer, environment_probability=scene.environment_probability,
-                    instanced=scene.instanced)
+                    instanced=scene.instanced, accumulate=accumulate)
 
     def _order(self, stream: Any) -> int:
         """Make ``stream`` wait (on the GPU) for the scene's set-up, its last structure update and our buffers."""
@@ -333,12 +333,40 @@ class PathTracer:
         numpy.ndarray
             (height, width, 3) float32, row 0 at the top.
         """
+        total = self.options.spp if spp is None else positive_int("spp", spp)
+        sums = self._render_sums(0, total, progress)
+        return sums[..., :3] / np.float32(total)
+
+    def render_sums(self, first_sample: int, spp: int) -> np.ndarray:
+        """Render the absolute samples ``first_sample`` ... ``first_sample + spp - 1`` and return their sums.
+
+        The building block of splitting one image over several GPUs: the random numbers of a sample
+        depend only on (seed, pixel, absolute sample index), so disjoint ranges rendered anywhere add up
+        to the image :meth:`render` gives for their union, up to the order of the float32 additions.
+        Waits for the result, as :meth:`render` does (``options.samples_per_launch`` applies).
+
+        Returns
+        -------
+        numpy.ndarray
+            (height, width, 4) float32, row 0 at the top: the RGB sums of the range's samples, then the
+            number of its samples that were NaN or Inf and dropped. Divide by the total sample count.
+
+        Raises
+        ------
+        ValueError
+            If the range does not fit the kernel's 32-bit sample index.
+        """
+        first = as_int("first_sample", first_sample, 0)
+        count = positive_int("spp", spp)
+        return self._render_sums(first, count, None).copy()
+
+    def _render_sums(self, first: int, total: int, progress: Callable[[int], None] | None) -> np.ndarray:
+        """Samples ``first`` ... ``first + total - 1`` into a fresh accumulation; a pinned view of the sums."""
         from ._params import launch_plan
 
         self._check_open()
-        total = self.options.spp if spp is None else positive_int("spp", spp)
-        if total > MAX_SAMPLES:
-            raise ValueError(f"spp {total} exceeds the kernel's 32-bit sample index")
+        if first + total > MAX_SAMPLES:
+            raise ValueError(f"samples {first} ... {first + total - 1} exceed the kernel's 32-bit sample index")
         if progress is not None and not callable(progress):
             raise TypeError("progress must be callable (it receives the samples done so far)")
         per_launch = self.options.samples_per_launch or (
@@ -351,7 +379,7 @@ class PathTracer:
         launches: list[tuple[int, GpuSpan]] = []  # (samples done after it, its GPU span)
         for offset, count in launch_plan(total, per_launch):
             params = np.zeros((), PATH_PARAMS)
-            self._fill(params, accum=accum, image=0, sample_offset=offset, spp=count)
+            self._fill(params, accum=accum, image=0, sample_offset=first + offset, spp=count, accumulate=offset > 0)
             params_device = self.device_scene._upload_struct(params, stream)
             keep.append(params_device)
             span = GpuSpan.begin(stream)
@@ -374,7 +402,7 @@ class PathTracer:
         synchronize(done, "waiting for the rendered image")
         self.last_render_ms = gpu_ms
         self.last_nonfinite = int(host[..., 3].sum())
-        return host[..., :3] / np.float32(total)
+        return host
 
     @staticmethod
     def tonemap(linear: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """What tests, examples and benchmarks share: a calibrated busy workload, the hello-triangle renderer, a rippling mesh,
 the scripts' entry (one line and the CLI's exit status when the machine cannot run them), and the comparison with
-the reference renderer (a scene as a Mitsuba 3 dict, and the per-pixel statistics that judge two images).
+the reference renderer (a scene as a Mitsuba 3 dict, and the per-pixel statistics that judge two images), and CPU work
+and injected faults for the multi-GPU orchestration.
 
 These are small, complete OptiX programs built on the public layers; they
 are not part of the rendering API. The GPU spin helper lives in
@@ -12,6 +13,17 @@ from __future__ import annotations
 from ._busy import BUSY_PARAMS, BusyWorkload, expected_busy_output
 from ._compare import PASS_FRACTION, BatchStatistics, batch_statistics, rmse, rmse_ratio, sidak_level, z_test
 from ._entry import child_output, require_gpu, run_main
+from ._farm import (
+    CountedPayload,
+    CpuFrame,
+    FaultAt,
+    FaultyUpdate,
+    cpu_frame,
+    cpu_sample_sums,
+    cpu_setup,
+    frame_image,
+    sample_values,
+)
 from ._hello import DEFAULT_TRIANGLE, HELLO_PARAMS, HelloRenderer, HelloResult, fill_params, render_triangle
 from ._mitsuba import MissingMitsubaError, import_mitsuba, mitsuba_scene_dict, mitsuba_texture
 from ._ripple import RippleAnimator, grid_mesh
@@ -28,6 +40,15 @@ __all__ = [
     "HelloResult",
     "RippleAnimator",
     "batch_statistics",
+    "CountedPayload",
+    "cpu_frame",
+    "CpuFrame",
+    "cpu_sample_sums",
+    "cpu_setup",
+    "FaultAt",
+    "FaultyUpdate",
+    "frame_image",
+    "sample_values",
     "child_output",
     "expected_busy_output",
     "fill_params",

@@ -19,7 +19,8 @@ from optixasync import cli
 
 # The command's own pieces (its plan, argument parser, stats line, camera swing) are pure logic with no public door
 # beyond running the command, which these tests also do.
-from optixasync._render_cli import RenderPlan, add_arguments, format_stats, plan_from_args, swing_camera
+from optixasync._render_cli import RenderPlan, add_arguments, format_stats, plan_from_args
+from optixasync.multi import swing_camera
 from optixasync.scheduler import FrameStats, SchedulerStats
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -125,6 +126,13 @@ BAD_INPUT = [
     (["--env", "{tmp}/missing.exr"], "--env: no such file"),
     (["--env", "{nansky}"], "NaN"),
     (["--scene", "{badglb}"], "badglb.glb"),
+    (["--gpus", "0,0"], "GPU 0 is listed twice"),
+    (["--gpus", "first"], "comma-separated"),
+    (["--gpus", "0", "--scheduler", "tcp://host:8786"], "exclude each other"),
+    (["--gpus", "0", "--progressive", "3"], "not --progressive"),
+    (["--scheduler", "tcp://host:8786", "--denoise"], "does not denoise"),
+    (["--scheduler", " "], "needs an address"),
+    (["--gpus", "7"], "there is no GPU 7"),
 ]
 
 
@@ -659,6 +667,24 @@ def test_render_a_gltf_asset_with_an_environment(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no lights; using a constant white environment" in result.stderr
     assert _png(tmp_path / "lit.png").mean() > 20
+
+
+@pytest.mark.gpu
+def test_render_on_several_gpus_by_samples_and_by_frames(tmp_path):
+    import cupy
+
+    gpus = "all" if cupy.cuda.runtime.getDeviceCount() > 1 else "0"
+    result = run_render(["--gpus", gpus, "--width", "32", "--height", "32", "--spp", "32", "--out", "still.png",
+                         "--quiet"], tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "32 spp on" in result.stdout and "samples 0+" in result.stdout
+    assert _png(tmp_path / "still.png").mean() > 20
+    result = run_render(["--gpus", gpus, "--scene", "cornell_box", "--frames", "5", "--spp-per-frame", "2",
+                         "--width", "24", "--height", "24", "--out", "f.png", "--quiet"], tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "wrote 5 frames" in result.stdout
+    frames = [_png(tmp_path / f"f_{k:04d}.png") for k in range(5)]
+    assert not np.array_equal(frames[0], frames[1])  # the camera swings
 
 
 @pytest.mark.gpu
