@@ -8,8 +8,8 @@ cluster, ``Client("tcp://scheduler:8786")`` reaches workers started the same way
   in a per-process cache until :meth:`DaskGPUs.release`: later tasks and later jobs reuse it.
 * **The scene travels once per worker, not per task.** The factory (scene and options) is scattered to
   every worker once (``broadcast``); tasks name it by key, so Dask hands each worker its local copy. A
-  worker that joins later (a restarted one) fetches it once from a peer. Between jobs, Dask's active
-  memory manager may drop a worker's extra copy; that worker then fetches it once more for its next job.
+  worker that joins later (a restarted one) fetches it once from a peer. Dask's active memory manager
+  may drop a worker's copy while no task there waits for it; that worker then fetches it once more.
 * **Threads.** Give each worker two threads (``threads_per_worker=2``): a batch's GPU work holds the
   worker's Work, its last files are written after it lets go, so the next batch renders meanwhile.
 * **Faults.** A worker that dies takes no result with it: Dask runs its tasks again elsewhere, and the

@@ -10,7 +10,8 @@ a :class:`~optixasync.FrameScheduler`, all kept across jobs.
   GPU never waits for the host. A frame's result is a future of its :class:`FrameOutput`.
 * Sample ranges (:class:`~optixasync.multi.SampleRange`) run as one offline render of those absolute
   samples; the result is the (height, width, 4) float32 sums, read back through pinned memory.
-  They render the scene as given (a frame job's motion and camera are undone first).
+  They render the scene as given (a frame job's motion and camera are undone first, as they are for
+  frames without an update).
 
 Blocking calls
 --------------
@@ -123,6 +124,8 @@ class TracerWork:
 
     def _record(self, task: Task, payload: FrameTask) -> None:
         tracer = self.tracer
+        if payload.update is None:
+            self._restore_scene()  # a frame without an update shows the scene as given, whatever ran before
         with self.scheduler.frame() as frame:
             camera = None
             if payload.update is not None:
