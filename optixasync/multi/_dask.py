@@ -66,8 +66,7 @@ def _process_batch(factory: WorkFactory, tasks: list[Task]) -> list[tuple[Task, 
         return [(task, resolve(result)) for task, result in done]
     except BaseException as exc:
         cache.discard(factory.key)  # a failed GPU context is not reused
-        error = worker_error(exc, None)
-        raise WorkerError(f"{error.device}, Dask worker {worker.address}", error.host, error.error) from None
+        raise worker_error(exc, None, f"Dask worker {worker.address}") from None
 
 
 def _release(key: str, dask_worker: Any = None) -> int:

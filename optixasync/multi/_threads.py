@@ -109,18 +109,19 @@ class LocalGPUs:
     def __init__(self, gpus: Any = "all") -> None:
         from .._driver import device_count
 
-        self.devices = parse_gpus(gpus, device_count())
-        self._workers = [_Worker(device, k) for k, device in enumerate(self.devices)]
-        self._lock = threading.Lock()  # one job at a time
+        self._start(parse_gpus(gpus, device_count()))
 
     @classmethod
     def _unchecked(cls, devices: Sequence[int]) -> LocalGPUs:
         """Workers on ``devices`` without asking the driver how many there are (CPU work in tests)."""
         backend = cls.__new__(cls)
-        backend.devices = tuple(devices)
-        backend._workers = [_Worker(device, k) for k, device in enumerate(backend.devices)]
-        backend._lock = threading.Lock()
+        backend._start(tuple(devices))
         return backend
+
+    def _start(self, devices: tuple[int, ...]) -> None:
+        self.devices = devices
+        self._workers = [_Worker(device, k) for k, device in enumerate(devices)]
+        self._lock = threading.Lock()  # one job at a time
 
     @property
     def workers(self) -> int:

@@ -99,8 +99,6 @@ class TracerWork:
             raise
         self._recorded: dict[int, Task] = {}  # scheduler frame index -> its task
         self._moved = False  # a frame's update moved the scene's dynamic meshes
-        self.frames_done = 0
-        self.ranges_done = 0
 
     @property
     def device_id(self) -> int:
@@ -140,7 +138,6 @@ class TracerWork:
             task = self._recorded.pop(result.index)
             payload: FrameTask = task.payload
             image = result["image"][..., :3]  # a view of the frame's pinned readback, held by the writer
-            self.frames_done += 1
             if payload.path is None:
                 yield task, FrameOutput(payload.index, None, np.array(image))
             else:
@@ -150,24 +147,19 @@ class TracerWork:
     def _sums(self, samples: SampleRange) -> np.ndarray:
         self._restore_scene()
         self.tracer.camera = self.factory.scene.camera
-        sums = self.tracer.render_sums(samples.first, samples.count)
-        self.ranges_done += 1
-        return sums
+        return self.tracer.render_sums(samples.first, samples.count)
 
     def _restore_scene(self) -> None:
         """Put the dynamic meshes back where the scene has them (a frame job moved them)."""
         if not self._moved:
             return
-        import cupy
-
-        runtime = cupy.cuda.runtime
         for k, mesh in enumerate(self.factory.scene.meshes):
-            if mesh.dynamic:
+            if mesh.dynamic:  # the scene's vertices, through pinned staging, straight into the tracer's buffer
                 target = self.tracer.vertices(k, self.stream)
-                source = self.ctx.upload(np.ascontiguousarray(mesh.vertices, np.float32), self.stream)
-                runtime.memcpyAsync(target.data.ptr, source.data.ptr, target.nbytes, runtime.memcpyDeviceToDevice,
-                                    self.stream.ptr)
-                self.ctx.deferred.after(self.stream, source)
+                staging, view = self.ctx.pinned.array(target.shape, target.dtype)
+                view[...] = mesh.vertices
+                staging.copy_to_device_async(target, self.stream)
+                self.ctx.deferred.after(self.stream, staging)
         self.tracer.refit(self.stream)
         self._moved = False
 

@@ -110,12 +110,16 @@ def describe_device(device: int | None) -> str:
     return f"GPU {ordinal} of CUDA_VISIBLE_DEVICES={visible}" if visible else f"GPU {ordinal}"
 
 
-def worker_error(exc: BaseException, device: int | None) -> WorkerError:
-    """``exc`` of a worker on ``device`` as a :class:`~optixasync.errors.WorkerError` (``exc`` as its cause)."""
+def worker_error(exc: BaseException, device: int | None, worker: str = "") -> WorkerError:
+    """``exc`` of a worker on ``device`` as a :class:`~optixasync.errors.WorkerError` (``exc`` as its cause).
+
+    ``worker`` names the worker beside its device (a Dask worker's address).
+    """
     if isinstance(exc, WorkerError):
         return exc
     text = str(exc).splitlines()[0] if str(exc) else ""
-    error = WorkerError(describe_device(device), socket.gethostname(), f"{type(exc).__name__}: {text}".rstrip(": "))
+    where = describe_device(device) + (f", {worker}" if worker else "")
+    error = WorkerError(where, socket.gethostname(), f"{type(exc).__name__}: {text}".rstrip(": "))
     error.__cause__ = exc
     return error
 
