@@ -98,7 +98,8 @@ class TracerWork:
             self.ctx.close()
             raise
         self._recorded: dict[int, Task] = {}  # scheduler frame index -> its task
-        self._moved = False  # a frame's update moved the scene's dynamic meshes
+        self._dynamic = [k for k, mesh in enumerate(factory.scene.meshes) if mesh.dynamic]
+        self._moved = False  # a frame's update may have moved the dynamic meshes (there are some)
 
     @property
     def device_id(self) -> int:
@@ -128,7 +129,7 @@ class TracerWork:
             camera = None
             if payload.update is not None:
                 camera = payload.update(tracer, payload.index, frame)
-                self._moved = True
+                self._moved = bool(self._dynamic)  # a camera-only scene has nothing to put back
             tracer.reset()  # each frame of a sequence is its own image
             tracer.record(frame, payload.spp, readback="image", camera=camera or self.factory.scene.camera)
         self._recorded[frame.index] = task
@@ -153,13 +154,13 @@ class TracerWork:
         """Put the dynamic meshes back where the scene has them (a frame job moved them)."""
         if not self._moved:
             return
-        for k, mesh in enumerate(self.factory.scene.meshes):
-            if mesh.dynamic:  # the scene's vertices, through pinned staging, straight into the tracer's buffer
-                target = self.tracer.vertices(k, self.stream)
-                staging, view = self.ctx.pinned.array(target.shape, target.dtype)
-                view[...] = mesh.vertices
-                staging.copy_to_device_async(target, self.stream)
-                self.ctx.deferred.after(self.stream, staging)
+        meshes = self.factory.scene.meshes
+        for k in self._dynamic:  # the scene's vertices, through pinned staging, straight into the tracer's buffer
+            target = self.tracer.vertices(k, self.stream)
+            staging, view = self.ctx.pinned.array(target.shape, target.dtype)
+            view[...] = meshes[k].vertices
+            staging.copy_to_device_async(target, self.stream)
+            self.ctx.deferred.after(self.stream, staging)
         self.tracer.refit(self.stream)
         self._moved = False
 

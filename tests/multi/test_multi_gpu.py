@@ -14,7 +14,7 @@ from PIL import Image
 
 import optixasync
 from optixasync.errors import WorkerError
-from optixasync.multi import ClothMotion, Farm, LocalGPUs, split_samples
+from optixasync.multi import CameraSwing, ClothMotion, Farm, LocalGPUs, split_samples
 from optixasync.render import PathTracer, RenderOptions
 from optixasync.scene import ClothAnimation, cornell_box
 from optixasync.testing import FaultAt, FaultyUpdate
@@ -122,6 +122,18 @@ def test_frames_without_files_return_images_and_a_sample_job_undoes_the_motion(w
         still_after = farm.render(16)
     assert all(img.shape == (64, 64, 3) and img.dtype == np.uint8 for img in images)
     np.testing.assert_array_equal(still_after, still_before)
+
+
+def test_frames_without_an_update_after_a_camera_swing_show_the_scene_camera(workers):
+    """A camera-only update leaves no geometry to put back (a static scene cannot even refit)."""
+    scene = cornell_box()
+    options = RenderOptions(width=32, height=32, spp=2)
+    with Farm(scene, options, backend=workers) as farm:
+        swung = [o.image for o in farm.frames(4, update=CameraSwing(scene.camera, 4, degrees=30.0))]
+        plain = [o.image for o in farm.frames(4)]
+    assert not np.array_equal(swung[1], plain[1])  # frame 1 turned the camera by 30 degrees
+    for image in plain[1:]:
+        np.testing.assert_array_equal(image, plain[0])  # same camera, same seed and samples: the same image
 
 
 def test_a_gpu_error_fails_the_job_naming_the_device_without_hanging(workers):
