@@ -328,7 +328,7 @@ def _environment(plan: RenderPlan) -> Any:
 
 
 def _run_gpu(plan: RenderPlan, options: Any, scene: Any, cloth: Any) -> int:
-    from ._context import Context
+    from .cuda import Context
 
     if plan.denoise:
         from optixasync.denoise import oidn_library_path

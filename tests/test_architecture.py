@@ -24,7 +24,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cuda", ("cuda",)),
     ("program", ("program",)),
     ("accel", ("accel",)),
-    ("context", ("_context",)),
     ("scheduler", ("scheduler",)),
     ("scene", ("scene",)),
     ("render", ("render",)),

@@ -18,7 +18,7 @@ from ..cuda import as_cupy_stream, synchronize
 from ..program import Module, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["RayCaster", "RAYCAST_PARAMS", "HIT_RECORDS"]
 
@@ -40,7 +40,7 @@ class RayCaster:
     up to ``HIT_RECORDS - 1`` (each offset selects an identical record).
     """
 
-    def __init__(self, ctx: DeviceContext) -> None:
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         options = PipelineOptions(num_payload_values=3)
         self.module = Module(ctx, "raycast.cu", pipeline_options=options)

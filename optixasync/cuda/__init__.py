@@ -23,7 +23,7 @@ run it under ``optixasync syncwatch``: it reports every call that blocked the
 host and the Python line that made it.
 """
 
-from ._context import DeviceContext
+from ._context import Context, register_setup_step
 from ._deferred import DeferredRelease
 from ._errors import as_cuda_error, cuda_errors, reraise
 from ._events import EventPool, elapsed_ms, event_done, fence_event, record_event, synchronize, timing_event
@@ -38,7 +38,7 @@ from ._timer import GpuSpan, GpuTimer
 __all__ = [
     "ConsumedArray",
     "DeferredRelease",
-    "DeviceContext",
+    "Context",
     "DeviceMemory",
     "EventPool",
     "GpuSpan",
@@ -61,6 +61,7 @@ __all__ = [
     "nvtx_enabled",
     "nvtx_range",
     "record_event",
+    "register_setup_step",
     "reraise",
     "spin_gpu",
     "stream_handle",

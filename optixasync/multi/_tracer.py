@@ -80,8 +80,7 @@ class TracerWork:
     """A worker's path tracer on one GPU (see the module documentation)."""
 
     def __init__(self, factory: TracerFactory, device: int | None) -> None:
-        from .._context import Context
-        from ..cuda import create_stream
+        from ..cuda import Context, create_stream
         from ..render import ImageWriter, PathTracer
         from ..scheduler import FrameScheduler
 

@@ -23,7 +23,7 @@ from ..cuda import Readiness, as_cupy_stream
 from ._module import ProgramGroup
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["ShaderBindingTable", "record_dtype"]
 
@@ -68,7 +68,7 @@ class ShaderBindingTable:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     raygen : ProgramGroup or (ProgramGroup, data)
     miss : sequence of ProgramGroup or (ProgramGroup, data)
         Miss records, indexed by the ``miss_index`` of a trace.
@@ -94,7 +94,7 @@ class ShaderBindingTable:
 
     def __init__(
         self,
-        ctx: DeviceContext,
+        ctx: Context,
         raygen: Any,
         miss: Sequence[Any] = (),
         hitgroup: Sequence[Any] = (),

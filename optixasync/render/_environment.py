@@ -40,7 +40,7 @@ from ..cuda import as_cupy_stream
 from ..scene._environment import LUMINANCE_WEIGHTS, Environment, band_weights, lookup_height, lookup_image
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["ENVIRONMENT_RECORD", "DeviceEnvironment", "EnvironmentTables", "environment_record",
            "environment_tables"]
@@ -143,7 +143,7 @@ class DeviceEnvironment:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     environment : Environment
         Read at creation.
     stream : cupy.cuda.Stream or stream-like
@@ -160,7 +160,7 @@ class DeviceEnvironment:
         The host copy of the ``EnvironmentRecord``.
     """
 
-    def __init__(self, ctx: DeviceContext, environment: Environment, stream: Any) -> None:
+    def __init__(self, ctx: Context, environment: Environment, stream: Any) -> None:
         if not isinstance(environment, Environment):
             raise TypeError(f"environment must be an optixasync.scene.Environment, got {type(environment).__name__}")
         self.ctx = ctx

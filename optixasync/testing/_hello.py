@@ -23,7 +23,7 @@ from ..cuda import synchronize
 from ..program import Module, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["HELLO_PARAMS", "DEFAULT_TRIANGLE", "HelloResult", "HelloRenderer", "fill_params", "render_triangle"]
 
@@ -46,7 +46,7 @@ class HelloResult:
 
 
 def render_triangle(
-    ctx: DeviceContext,
+    ctx: Context,
     width: int = 256,
     height: int = 256,
     vertices: np.ndarray = DEFAULT_TRIANGLE,
@@ -98,7 +98,7 @@ class HelloRenderer:
 
     def __init__(
         self,
-        ctx: DeviceContext,
+        ctx: Context,
         miss_color: tuple[float, float, float] = (0.1, 0.2, 0.3),
         traversable_graph_flags: TraversableGraphFlags = TraversableGraphFlags.ALLOW_ANY,
     ) -> None:

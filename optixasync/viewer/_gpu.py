@@ -100,7 +100,7 @@ class PathTracerSource(SourceThread):
 
     def __init__(self, scene: Any, width: int = 960, height: int = 540, frames_in_flight: int = 2,
                  denoise_available: bool | None = None, ctx: Any = None, spp: int = 1) -> None:
-        from .._context import Context
+        from ..cuda import Context
 
         self.scene = scene
         self._own_ctx = ctx is None

@@ -15,7 +15,7 @@ import pytest
 
 from optixasync._optix import types as t
 from optixasync.accel import AccelStructure, GeometryAccel, Instance, InstanceAccel, RayCaster
-from optixasync.cuda import DeviceContext
+from optixasync.cuda import Context
 from optixasync.errors import OptixError
 
 
@@ -59,7 +59,7 @@ class FakeApi:
         return "refused"
 
 
-class FakeContext(DeviceContext):
+class FakeContext(Context):
     """A device context without a device: the real ownership checks, stand-ins for the driver and memory."""
 
     def __init__(self, device_id: int = 0) -> None:  # no super().__init__(): it would load the driver

@@ -13,7 +13,7 @@ from optixasync import ExceptionFlags, PrimitiveTypeFlags, TraversableGraphFlags
 
 # The binding's ctypes declarations (StackSizes, the compile-option structs and enums) have no public door.
 from optixasync._optix import types as t
-from optixasync.cuda import DeviceContext
+from optixasync.cuda import Context
 from optixasync.program import (
     Module,
     ModuleOptions,
@@ -295,7 +295,7 @@ class FakeStaging:
         pass
 
 
-class FakeDeviceContext(DeviceContext):
+class FakeDeviceContext(Context):
     """A device context without a device: the real ownership checks, stand-ins for the driver and memory."""
 
     def __init__(self, device_id: int = 0) -> None:  # no super().__init__(): it would load the driver
@@ -324,7 +324,7 @@ class FakeModule:
 
     require_entry = Module.require_entry
 
-    def __init__(self, ctx: DeviceContext, options: PipelineOptions | None = None) -> None:
+    def __init__(self, ctx: Context, options: PipelineOptions | None = None) -> None:
         self.ctx = ctx
         self.name = "fake.cu"
         self.handle = 0xAB
@@ -337,7 +337,7 @@ def fake_ctx() -> FakeDeviceContext:
     return FakeDeviceContext()
 
 
-def make_group(ctx: DeviceContext, kind: str, options: PipelineOptions | None = None) -> ProgramGroup:
+def make_group(ctx: Context, kind: str, options: PipelineOptions | None = None) -> ProgramGroup:
     module = FakeModule(ctx, options)
     if kind == "raygen":
         return ProgramGroup.raygen(ctx, module, "__raygen__rg")

@@ -441,9 +441,9 @@ def fake_gpu(monkeypatch):
     _FakeScheduler.instances.clear()
     _FakeTracer.instances.clear()
     _FakeSpan.synchronized = []
-    # The command builds its context from the module that defines it (optixasync._context), so the stand-in
+    # The command builds its context from the module that defines it (optixasync.cuda), so the stand-in
     # goes there; the rest it takes from the public packages.
-    monkeypatch.setattr("optixasync._context.Context", lambda: contextlib.nullcontext(object()))
+    monkeypatch.setattr("optixasync.cuda.Context", lambda: contextlib.nullcontext(object()))
     monkeypatch.setattr("optixasync.render._pathtracer.PathTracer", _FakeTracer)
     monkeypatch.setattr("optixasync.render.PathTracer", _FakeTracer)
     monkeypatch.setattr(optixasync.cuda, "create_stream", lambda: "stream")
