@@ -89,14 +89,11 @@ class RayCaster:
         params_device = ctx.upload(params, stream)
         self.pipeline.launch(self.sbt, params_device, count, stream=stream)
         out = {}
-        staged = []
-        for name, device in (("t", t), ("prim", prim), ("inst", inst)):
-            buffer, view = ctx.pinned.array(device.shape, device.dtype)
-            buffer.copy_from_device_async(device, stream)
-            staged.append((name, buffer, view))
+        staged = [(name, ctx.pinned.download(device, stream)) for name, device in (("t", t), ("prim", prim),
+                                                                                    ("inst", inst))]
         done = ctx.deferred.after(stream, o, d, t, prim, inst, params_device)
         synchronize(done, "waiting for the ray casts")  # the caller asked for hits: wait for this query only
-        for name, _buffer, view in staged:
+        for name, view in staged:
             out[name] = view.copy()
         out["hit"] = out["prim"] >= 0
         return out

@@ -297,6 +297,28 @@ class Context:
             self.deferred.after(stream, staging)
         return device
 
+    def upload_into(self, target: Any, array: Any, stream: Any = None) -> None:
+        """Copy a host array into the existing device buffer ``target`` through pinned staging, on ``stream``.
+
+        ``array`` must have ``target``'s size in bytes (any dtype: the bytes are copied). Asynchronous like
+        :meth:`upload`: the staging is held until the copy has passed.
+
+        Raises
+        ------
+        ValueError
+            If the sizes differ.
+        """
+        self.require_open()
+        stream = self.stream if stream is None else as_cupy_stream(stream)
+        array = np.ascontiguousarray(array)
+        if array.nbytes != int(target.nbytes):
+            raise ValueError(f"cannot copy {array.nbytes} bytes into a device buffer of {int(target.nbytes)} bytes")
+        with _nvtx.annotate("optixasync.upload"):
+            staging, view = self.pinned.array(array.shape, array.dtype)
+            view[...] = array
+            staging.copy_to_device_async(target, stream, array.nbytes)
+            self.deferred.after(stream, staging)
+
     # -- lifetime ----------------------------------------------------------------
     @property
     def closed(self) -> bool:

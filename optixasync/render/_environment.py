@@ -190,7 +190,7 @@ class DeviceEnvironment:
         # CuPy's array operations run on its current stream; their temporaries come from the stream-ordered
         # pool on that stream (CuPy's own pool would cudaMalloc them and keep them: 671 MB after a 4096 x 2049
         # map), freed on the stream once the kernels that use them have run.
-        with stream, cupy.cuda.using_allocator(lambda nbytes: memory.alloc(nbytes, stream)):
+        with memory.scope(stream):
             self.texels[:height, :, :3] = pixels
             if rows > height:  # a 2-row map: the last row repeated
                 self.texels[height:, :, :3] = pixels[height - 1:]

@@ -68,8 +68,7 @@ def render_triangle(
     params_device = ctx.upload(params, stream)
     renderer.pipeline.launch(renderer.sbt, params_device, width, height, stream=stream)
 
-    readback, host = ctx.pinned.array((height, width, 4), np.float32)
-    readback.copy_from_device_async(image, stream, image.nbytes)
+    host = ctx.pinned.download(image, stream)
     done = ctx.deferred.after(stream, image, params_device, gas, renderer.sbt)
     synchronize(done, "waiting for the triangle")  # the caller asked for pixels: wait for this frame only
     result = host.copy()

@@ -132,9 +132,9 @@ class PathTracerSource(SourceThread):
         shown_denoise: bool | None = None  # whether the newest recorded frame was denoised
         fps, last = 0.0, time.perf_counter()
         try:
-            import cupy
+            from optixasync.cuda import use_device
 
-            cupy.cuda.Device(self.ctx.device_id).use()  # CuPy's current device is per thread
+            use_device(self.ctx.device_id)  # CuPy's current device is per thread
             while not self._stop.is_set():
                 view = sink.state.snapshot()
                 settings = view.settings

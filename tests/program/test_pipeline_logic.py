@@ -287,14 +287,6 @@ class FakeApi:
         raise NoDriverCall(f"unexpected OptiX call {name}")
 
 
-class FakeStaging:
-    def __init__(self, host: np.ndarray) -> None:
-        self.ptr = host.ctypes.data
-
-    def copy_to_device_async(self, dst, stream, nbytes) -> None:
-        pass
-
-
 class FakeDeviceContext(Context):
     """A device context without a device: the real ownership checks, stand-ins for the driver and memory."""
 
@@ -304,14 +296,14 @@ class FakeDeviceContext(Context):
         self.api = FakeApi()
         self.stream = 0x5000 + device_id  # a raw CUstream handle is a stream-like
         self.tracked: list = []
-        self.memory = SimpleNamespace(alloc=lambda nbytes, stream: SimpleNamespace(ptr=0xD000, nbytes=nbytes))
-        self.pinned = SimpleNamespace(array=self._pinned_array)
+        self.memory = SimpleNamespace(empty=lambda shape, dtype, stream: SimpleNamespace(
+            data=SimpleNamespace(ptr=0xD000), nbytes=int(np.prod(shape)) * np.dtype(dtype).itemsize))
+        self.uploads: list = []  # (target, host bytes) of every upload_into
         self.deferred = SimpleNamespace(after=lambda stream, *objects: SimpleNamespace(done=True, ptr=0xE000))
 
-    @staticmethod
-    def _pinned_array(shape, dtype):
-        host = np.zeros(shape, dtype)
-        return FakeStaging(host), host
+    def upload_into(self, target, array, stream=None) -> None:
+        assert array.nbytes == target.nbytes
+        self.uploads.append((target, np.array(array)))
 
     def track(self, resource):
         self.require_open()
