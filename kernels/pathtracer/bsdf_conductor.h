@@ -1,12 +1,14 @@
 // A metal: smooth (a mirror) or rough (GGX microfacets), its colour from the conductor Fresnel reflectance of a
 // complex IOR eta + i k per RGB channel. The models of the reference renderer's `conductor` and `roughconductor`
 // (distribution "ggx", sample_visible true), one-sided: reflection above the surface only. Local frame
-// (bsdf_interface.h).
+// (bsdf_interface.h). Parameters: params[0..2] eta, [3..5] k (relative to the exterior), [6] alpha; the
+// specular tint is the material's colour.
 #pragma once
 
 #include "pathtracer/bsdf_interface.h"
 #include "pathtracer/fresnel.h"
 #include "pathtracer/microfacet.h"
+#include "pathtracer/records.h"
 #include "pathtracer/vec_math.h"
 
 namespace pt {
@@ -16,6 +18,19 @@ struct ConductorBsdf {
     float3 k;         // its imaginary part (absorption)
     float3 specular;  // a tint on the reflectance (1 for a physical metal)
     float alpha;      // GGX roughness; 0 is a smooth mirror (a delta lobe), other values are at least 1e-4
+
+    static constexpr bool kTransmits = false;
+
+    static __forceinline__ __device__ ConductorBsdf make(const MaterialRecord& m, float2, float3 color) {
+        ConductorBsdf b;
+        b.eta = make_float3(m.params[0], m.params[1], m.params[2]);
+        b.k = make_float3(m.params[3], m.params[4], m.params[5]);
+        b.specular = color;
+        b.alpha = m.params[6];
+        return b;
+    }
+
+    __forceinline__ __device__ bool is_delta() const { return alpha == 0.0f; }
 
     // Rough: f cos = specular F(wo.h) D(h) G1(wo, h) G1(wi, h) / (4 wo.z), h the half vector. The colour is
     // specular * F and the scale the microfacet term; a mirror has no value for light sampling to find.

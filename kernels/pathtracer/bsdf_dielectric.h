@@ -10,11 +10,14 @@
 // Radiance transport: a refracted ray's weight carries (n on wo's side / n on wi's side)^2 = eta_ti^2, the
 // compression of solid angle across the interface, so that radiance inside a denser medium is eta^2 times the
 // radiance outside. Light paths (importance) would not carry it; this path tracer only traces radiance.
+//
+// Parameters: params[0] eta, [1] alpha. Always two-sided: both sides are the same interface.
 #pragma once
 
 #include "pathtracer/bsdf_interface.h"
 #include "pathtracer/fresnel.h"
 #include "pathtracer/microfacet.h"
+#include "pathtracer/records.h"
 #include "pathtracer/vec_math.h"
 
 namespace pt {
@@ -22,6 +25,17 @@ namespace pt {
 struct DielectricBsdf {
     float eta;    // int_ior / ext_ior
     float alpha;  // GGX roughness; 0 is a smooth interface (delta lobes), other values are at least 1e-4
+
+    static constexpr bool kTransmits = true;
+
+    static __forceinline__ __device__ DielectricBsdf make(const MaterialRecord& m, float2, float3) {
+        DielectricBsdf b;
+        b.eta = m.params[0];
+        b.alpha = m.params[1];
+        return b;
+    }
+
+    __forceinline__ __device__ bool is_delta() const { return alpha == 0.0f; }
 
     // Rough only (smooth lobes are deltas). wo and wi on one side: reflection through the half vector h; on
     // opposite sides: refraction, with the generalised half vector h ~ wo + eta' wi (eta' the relative IOR of

@@ -1,14 +1,24 @@
 // Lambertian reflection: f = albedo / pi above the surface, nothing below it. Local frame (bsdf_interface.h).
+// No parameters of its own: the albedo is the material's colour.
 #pragma once
 
 #include "pathtracer/bsdf_interface.h"
 #include "pathtracer/geometry.h"
+#include "pathtracer/records.h"
 #include "pathtracer/vec_math.h"
 
 namespace pt {
 
 struct DiffuseBsdf {
     float3 albedo;
+
+    static constexpr bool kTransmits = false;
+
+    static __forceinline__ __device__ DiffuseBsdf make(const MaterialRecord&, float2, float3 color) {
+        return DiffuseBsdf{color};
+    }
+
+    __forceinline__ __device__ bool is_delta() const { return false; }
 
     // f cos = albedo * (cos / pi), which is also the pdf of sample().
     __forceinline__ __device__ BsdfValue eval(float3 wo, float3 wi) const {

@@ -1,6 +1,15 @@
-// What every BSDF family provides; bsdf.h dispatches to them by type.
+// What every BSDF family provides; the generated dispatch (bsdf.h) calls it by the material's family.
 //
-// A family is a struct of its parameters with three const member functions, all in the LOCAL shading frame:
+// A family is one header, bsdf_<name>.h, and one Python descriptor (optixasync/scene/bsdfs/<name>.py, or any
+// registered with optixasync.scene.register_bsdf). The header defines a struct of its parameters with
+//
+//   static constexpr bool kTransmits;                // light passes through (wo and wi on either side)
+//   static Self make(const MaterialRecord& m, float2 uv, float3 color);  // from the material record (its params[],
+//                                                    // table and textures), at texture coordinates uv; color is the
+//                                                    // material's reflectance with its colour texture applied
+//   bool is_delta() const;                           // every lobe is a delta: light sampling cannot contribute
+//
+// and three const member functions, all in the LOCAL shading frame:
 // z is the unit shading normal, and wo, wi are unit directions pointing away from the surface (wo towards the
 // camera end of the path, wi towards the light end).
 //

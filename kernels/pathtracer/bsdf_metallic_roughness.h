@@ -18,6 +18,8 @@
 #include "pathtracer/fresnel.h"
 #include "pathtracer/geometry.h"
 #include "pathtracer/microfacet.h"
+#include "pathtracer/records.h"
+#include "pathtracer/texture.h"
 #include "pathtracer/vec_math.h"
 
 namespace pt {
@@ -27,10 +29,27 @@ namespace pt {
 // sampling could never hit it anyway. The highlight of a smoother surface is that of alpha = 1e-3.
 constexpr float METALLIC_ROUGHNESS_MIN_ALPHA = 1e-3f;
 
+// Parameters: params[0] roughness, [1] metallic (glTF's factors); the roughness texture's green channel scales
+// the roughness and its blue the metalness; the base colour is the material's colour.
 struct MetallicRoughnessBsdf {
     float3 base;     // base colour (linear)
     float metallic;  // 0 dielectric .. 1 metal
     float alpha;     // roughness^2
+
+    static constexpr bool kTransmits = false;
+
+    static __forceinline__ __device__ MetallicRoughnessBsdf make(const MaterialRecord& m, float2 uv, float3 color) {
+        // glTF: green is roughness and blue metalness, each multiplying its factor; alpha = roughness^2.
+        const float4 mr = sample_texture(m.roughness_texture, uv, make_float4(1.0f, 1.0f, 1.0f, 1.0f));
+        const float roughness = m.params[0] * mr.y;
+        MetallicRoughnessBsdf b;
+        b.base = color;
+        b.metallic = m.params[1] * mr.z;
+        b.alpha = roughness * roughness;
+        return b;
+    }
+
+    __forceinline__ __device__ bool is_delta() const { return false; }
 
     __forceinline__ __device__ float3 f0() const {
         return make_float3(0.04f + (base.x - 0.04f) * metallic, 0.04f + (base.y - 0.04f) * metallic,

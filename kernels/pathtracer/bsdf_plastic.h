@@ -21,6 +21,7 @@
 #include "pathtracer/fresnel.h"
 #include "pathtracer/geometry.h"
 #include "pathtracer/microfacet.h"
+#include "pathtracer/records.h"
 #include "pathtracer/vec_math.h"
 
 namespace pt {
@@ -31,6 +32,8 @@ namespace pt {
 // same number; change both together.
 constexpr unsigned int PLASTIC_TABLE_SIZE = 64u;
 
+// Parameters: params[0] eta, [1] alpha, [2] the internal reflectance; the material's table is the transmittance
+// table; the base's reflectance is the material's colour.
 struct PlasticBsdf {
     float3 diffuse;              // reflectance of the base
     float eta;                   // IOR of the coating relative to the outside, != 1
@@ -38,6 +41,22 @@ struct PlasticBsdf {
     float internal_reflectance;  // plastic_constants(...).internal_reflectance
     float specular_weight;       // plastic_constants(...).specular_weight: 1 / (1 + mean(diffuse))
     const float* transmittance;  // PLASTIC_TABLE_SIZE floats in global memory: plastic_constants(...).transmittance
+
+    static constexpr bool kTransmits = false;
+
+    static __forceinline__ __device__ PlasticBsdf make(const MaterialRecord& m, float2, float3 color) {
+        PlasticBsdf b;
+        b.diffuse = color;
+        b.eta = m.params[0];
+        b.alpha = fmaxf(m.params[1], 1e-4f);
+        b.internal_reflectance = m.params[2];
+        // The coating's share of the samples: its mean reflectance (1) over the sum of both lobes'.
+        b.specular_weight = 1.0f / (1.0f + (color.x + color.y + color.z) * (1.0f / 3.0f));
+        b.transmittance = m.table;
+        return b;
+    }
+
+    __forceinline__ __device__ bool is_delta() const { return false; }
 
     // T(cos), linear between the table's entries.
     __forceinline__ __device__ float external_transmittance(float cos_theta) const {

@@ -10,9 +10,10 @@
 // first hit and run no closest-hit program; only their miss program (miss index 1) runs, and marks them
 // visible. Cut-out surfaces (alpha mask and blend) run an any-hit program for both kinds of rays.
 //
-// Light comes from emissive triangles and from the environment (a miss). Next-event estimation picks the
-// environment with probability environment_probability, else a triangle by the emitter table (lights.h); the
-// host sets both from the lights' power. BSDFs work in the shading frame (surface.h): directions are turned
+// Light comes from the light sources of the scene record (emissive triangles, the environment, punctual lights:
+// each a light type, lights.h) and is also found by BSDF-sampled rays where it has geometry: emissive triangles,
+// and the environment on a miss. Next-event estimation picks a source by the selection CDF the host set from the
+// lights' power, and samples it by its type. BSDFs work in the shading frame (surface.h): directions are turned
 // into it before every BSDF call.
 //
 // Depth convention (that of the reference renderer's `path` integrator): the camera ray's hit is depth 1.
@@ -24,6 +25,7 @@
 #include "pathtracer/bsdf.h"
 #include "pathtracer/environment.h"
 #include "pathtracer/geometry.h"
+#include "pathtracer/light_dispatch.h"
 #include "pathtracer/lights.h"
 #include "pathtracer/random.h"
 #include "pathtracer/records.h"
@@ -51,9 +53,9 @@ __forceinline__ __device__ float3 clamp01(float3 a) {
 // Whether a ray from `start` towards `direction` reaches `distance` (infinity for the environment) unblocked.
 // Shadow rays run the any-hit program of cut-out surfaces and no closest-hit program; only their miss
 // program (miss index 1) marks them visible.
-__forceinline__ __device__ bool unoccluded(const PathTracerParams& P, float3 start, float3 direction, float distance) {
+__forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, float3 direction, float distance) {
     unsigned int visible[1] = {0u};
-    oa::trace(P.handle, start, direction, 0.0f, distance, 0.0f, 0xFFu,
+    oa::trace(S.handle, start, direction, 0.0f, distance, 0.0f, 0xFFu,
               oa::RAY_FLAG_TERMINATE_ON_FIRST_HIT | oa::RAY_FLAG_DISABLE_CLOSESTHIT, 0u, 1u, 1u, visible);
     return visible[0] != 0u;
 }
@@ -64,31 +66,32 @@ __forceinline__ __device__ bool unoccluded(const PathTracerParams& P, float3 sta
 template <bool kFirst>
 __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 origin, float3 direction, Pcg32& rng,
                                              FirstHit& first) {
+    const SceneRecord& S = P.scene;
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
     float3 beta = make_float3(1.0f, 1.0f, 1.0f);  // path throughput
     float prev_pdf = 0.0f;     // solid-angle pdf of the BSDF sample that produced the current ray
     bool prev_delta = false;   // whether that sample came from a delta lobe
     float eta_scale = 1.0f;    // product of the relative indices crossed (radiance scaling, for the roulette)
-    const float env_probability = P.environment_probability;
+    const float env_probability = S.environment_probability;
 
     for (unsigned int depth = 1;; ++depth) {
         unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
-        oa::trace(P.handle, origin, direction, 0.0f, 1e16f, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+        oa::trace(S.handle, origin, direction, 0.0f, 1e16f, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
         if (hit[2] == NO_HIT) {
             // Light from the environment. Like emission, the camera ray and delta lobes count it fully; any
             // other BSDF-sampled ray shares it with light sampling by the power heuristic.
-            if (P.environment) {
+            if (S.environment) {
                 float weight = 1.0f;
                 if (depth > 1 && !prev_delta && env_probability > 0.0f) {
-                    weight = power_heuristic(prev_pdf, env_probability * environment_pdf(*P.environment, direction));
+                    weight = power_heuristic(prev_pdf, env_probability * environment_pdf(*S.environment, direction));
                 }
-                radiance = radiance + beta * environment_radiance(*P.environment, direction) * weight;
+                radiance = radiance + beta * environment_radiance(*S.environment, direction) * weight;
             }
             break;
         }
         const float t = __uint_as_float(hit[0]);
         const unsigned int prim = hit[1];
-        const MeshRecord& mesh = P.meshes[hit[2]];
+        const MeshRecord& mesh = S.meshes[hit[2]];
         const MaterialRecord& material = *mesh.material;
         const Triangle tri = load_triangle(mesh, prim);
         const float b1 = __uint_as_float(hit[3]), b2 = __uint_as_float(hit[4]);
@@ -108,7 +111,7 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         if ((flags & MESH_EMISSIVE) && cos_out > 0.0f) {
             float weight = 1.0f;
             if (depth > 1 && !prev_delta && (flags & MESH_LIGHT_SAMPLED)) {
-                const float light = __ldg(&P.emitters[mesh.emitter_offset + prim].pdf) * t * t;
+                const float light = __ldg(&S.emitters[mesh.emitter_offset + prim].pdf) * t * t;
                 weight = emission_mis_weight(prev_pdf, cos_out, light);
             }
             radiance = radiance + beta * surface_emission(material, sp.uv) * weight;
@@ -132,49 +135,21 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         // which is what offset_ray assumes.
         const float3 point = barycentric(tri.p0, tri.p1, tri.p2, b1, b2);
 
-        // Next-event estimation: one point on one emitter (the environment with probability
-        // env_probability, else a triangle of the emitter table), counted if nothing is in between.
-        if (!bsdf_is_delta(bsdf) && (P.num_emitters > 0u || env_probability > 0.0f)) {
-            float3 wi, light_radiance;
-            float light_scale = 0.0f;  // w_light / p_light, as light_sample_scale computes it (without f)
-            float distance = 1e16f;
-            bool valid = false;
-            // (An empty emitter table leaves only the environment, whatever the probability says.)
-            if (rng.uniform() < env_probability || P.num_emitters == 0u) {
-                const EnvironmentSample e = environment_sample(*P.environment, rng.uniform(), rng.uniform());
-                wi = e.direction;
-                light_radiance = e.radiance;
-                const float pdf = env_probability * e.pdf;
-                valid = pdf > 0.0f;
-                if (valid) {
-                    const float3 wi_local = frame.to_local(wi);
-                    light_scale = power_heuristic(pdf, bsdf_pdf(bsdf, wo, wi_local)) / pdf;
-                }
-            } else {
-                const LightSample light = sample_light(P.emitters, P.num_emitters, rng);
-                const float3 to_light = light.position - point;
-                const float dist2 = dot(to_light, to_light);
-                const float inv_dist = rsqrtf(dist2);
-                wi = to_light * inv_dist;
-                const float cos_light = -dot(light.normal, wi);
-                light_radiance = light.radiance;
-                valid = cos_light > 0.0f;
-                // The shadow ray stops short of the light so that it cannot hit the emitter itself.
-                distance = (dist2 * inv_dist) * (1.0f - 1e-4f);
-                if (valid) {
-                    light_scale = light_sample_scale(1.0f, bsdf_pdf(bsdf, wo, frame.to_local(wi)),
-                                                     light.pdf_area * dist2, cos_light);
-                }
-            }
-            if (valid) {
-                const float3 wi_local = frame.to_local(wi);
+        // Next-event estimation: one light source picked by the selection CDF (by power), one sample of it by its
+        // type (the generated light_sample), counted if nothing is in between.
+        if (!bsdf_is_delta(bsdf) && S.num_lights > 0u) {
+            const LightRecord& light = pick_light(S.lights, S.num_lights, rng.uniform());
+            const LightSample ls = light_sample(light, point, rng);
+            if (ls.valid) {
+                const float3 wi_local = frame.to_local(ls.wi);
+                const float light_scale = light_scale_of(light, ls, bsdf_pdf(bsdf, wo, wi_local));
                 if (bsdf_transmits(bsdf) || wi_local.z > 0.0f) {
                     const BsdfValue f = bsdf_eval(bsdf, wo, wi_local);
                     const float scale = f.scale * light_scale;
                     if (scale > 0.0f) {
-                        const float3 start = offset_ray(point, dot(wi, sp.ng) > 0.0f ? sp.ng : -sp.ng);
-                        if (unoccluded(P, start, wi, distance)) {
-                            radiance = radiance + beta * f.color * light_radiance * scale;
+                        const float3 start = offset_ray(point, dot(ls.wi, sp.ng) > 0.0f ? sp.ng : -sp.ng);
+                        if (unoccluded(S, start, ls.wi, ls.distance)) {
+                            radiance = radiance + beta * f.color * ls.radiance * scale;
                         }
                     }
                 }

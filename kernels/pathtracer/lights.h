@@ -1,5 +1,17 @@
-// Area lights: choosing an emissive triangle, a point on it, and the MIS weights that combine light sampling
-// with BSDF sampling.
+// Light sources: picking one, what a light sample holds, and the MIS weights that combine light sampling with BSDF
+// sampling.
+//
+// Each light type is one header, light_<name>.h, and one Python descriptor (optixasync/render/lights/): a struct
+// with two static functions,
+//
+//   LightSample sample(const LightRecord& light, float3 point, Pcg32& rng)   a direction towards the source from
+//                                                                            `point`, its radiance and distance
+//   float scale(const LightRecord& light, const LightSample& s, float bsdf_pdf)   w_light / p_light of the sample
+//                                                                            (the power heuristic against the
+//                                                                            BSDF's pdf, or 1 / p for a delta light)
+//
+// The dispatch over the registered types (light_sample, light_scale) is generated into the program's source, as the
+// BSDFs' is (see bsdf.h).
 //
 // Every emitted path contribution can be found two ways: by sampling a light at a vertex (next-event
 // estimation) or by a BSDF-sampled ray that happens to hit the light. Both are kept and weighted by the power
@@ -14,6 +26,17 @@
 #include "pathtracer/vec_math.h"
 
 namespace pt {
+
+// A light sample as the integrator uses it: the shadow ray's direction and length, the radiance arriving along it,
+// and the type's own terms for its MIS scale (`pdf`, `cos_light`: see each light type).
+struct LightSample {
+    float3 wi;        // unit direction from the shading point towards the light
+    float3 radiance;  // arriving along wi
+    float distance;   // of the shadow ray (1e16 for lights at infinity)
+    float pdf;        // the type's density term (per solid angle, or per area times distance^2)
+    float cos_light;  // the cosine at an area light (1 otherwise)
+    bool valid;       // false: nothing to add (the sample faces away, or its pdf is 0)
+};
 
 // Power heuristic (beta = 2) for two strategies with one sample each, from their pdfs in a common measure:
 // the weight of the strategy with pdf `a`.
@@ -35,48 +58,13 @@ __forceinline__ __device__ float light_sample_scale(float f_scale, float bsdf_pd
     return f_scale * area_pdf * cos_light / (area_pdf * area_pdf + bc * bc);
 }
 
-// Index of an emitter table entry, drawn with the probabilities the host's alias table encodes (Walker's
-// method; see optixasync/render/_emitters.py), from one 32-bit random number: its high part,
-// r * count / 2^32, picks a slot, and its low part, the fraction, decides between the slot and its alias.
-// Constant time for any number of triangles. Which rule set the probabilities does not matter here: each
-// entry's pdf field already accounts for it.
-__forceinline__ __device__ unsigned int pick_emitter(const EmitterTriangle* emitters, unsigned int count,
-                                                     unsigned int r) {
-    unsigned int k = __umulhi(r, count);
-    const float fraction = static_cast<float>(r * count) * (1.0f / 4294967296.0f);
-    if (fraction >= __ldg(&emitters[k].alias_q)) k = __ldg(&emitters[k].alias);
-    return k;
-}
-
-// A uniformly distributed point on the triangle p0, p0 + e1, p0 + e2 from two uniforms in [0, 1) (the
-// square-root warp of Shirley and Chiu).
-__forceinline__ __device__ float3 uniform_triangle_point(float3 p0, float3 e1, float3 e2, float u1, float u2) {
-    const float su = sqrtf(u1);
-    return p0 + e1 * (su * (1.0f - u2)) + e2 * (su * u2);
-}
-
-struct LightSample {
-    float3 position;
-    float3 normal;    // unit, on the emitting (front) side
-    float3 radiance;  // leaving the front side
-    float pdf_area;   // of having chosen this point: selection probability / triangle area
-};
-
-// One point on one emissive triangle: the triangle from the alias table, then a uniform point on it. Draws
-// three random numbers.
-__forceinline__ __device__ LightSample sample_light(const EmitterTriangle* emitters, unsigned int count, Pcg32& rng) {
-    const unsigned int k = pick_emitter(emitters, count, rng.next());
-    const float4* e = reinterpret_cast<const float4*>(emitters + k);
-    const float4 a = __ldg(e), b = __ldg(e + 1), c = __ldg(e + 2), d = __ldg(e + 3);
-    const float3 e1 = xyz(b), e2 = xyz(c);
-    const float u1 = rng.uniform();
-    const float u2 = rng.uniform();
-    LightSample s;
-    s.position = uniform_triangle_point(xyz(a), e1, e2, u1, u2);
-    s.normal = normalize(cross(e1, e2));
-    s.radiance = xyz(d);
-    s.pdf_area = a.w;
-    return s;
+// The light source of a selection uniform u in [0, 1): the first whose CDF exceeds u (the last one otherwise).
+// Linear in the number of sources, which is small: one for all emissive triangles (they have their own alias
+// table), one for the environment, one per punctual light.
+__forceinline__ __device__ const LightRecord& pick_light(const LightRecord* lights, unsigned int count, float u) {
+    unsigned int k = 0u;
+    while (k + 1u < count && !(u < lights[k].cdf)) ++k;
+    return lights[k];
 }
 
 }  // namespace pt

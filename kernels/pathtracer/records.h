@@ -1,4 +1,5 @@
-// Records shared with the host: the launch parameters, one record per mesh and the emitter table.
+// Records shared with the host: the launch parameters, the scene record and the tables it points at (meshes,
+// materials, light sources, emissive triangles).
 //
 // optixasync/render/_layout.py mirrors these structs field for field, and the layout test compiles them with
 // NVRTC to check every offset; change both sides together. They stay at global scope, outside namespace pt,
@@ -20,15 +21,6 @@ enum MeshFlags : unsigned int {
     MESH_MIRRORED = 1u << 6,   // to_world mirrors: the world winding is reversed, the front side is not
 };
 
-// The BSDF families, in the order of optixasync.scene.BSDF_TYPES.
-enum BsdfType : unsigned int {
-    BSDF_DIFFUSE = 0u,
-    BSDF_CONDUCTOR = 1u,
-    BSDF_DIELECTRIC = 2u,
-    BSDF_PLASTIC = 3u,
-    BSDF_METALLIC_ROUGHNESS = 4u,
-};
-
 // A texture of a material: a CUDA texture object (0: none) and the affine map from the mesh's UV to the
 // texture's, u' = uv[0] u + uv[1] v + uv[2], v' = uv[3] u + uv[4] v + uv[5] (KHR_texture_transform).
 struct TextureSlot {
@@ -36,25 +28,25 @@ struct TextureSlot {
     float uv[6];
 };
 
-// One per material; mesh records point at theirs. Textures multiply the factor of the same name.
+// Floats of a material's own BSDF parameters (MaterialRecord::params).
+constexpr unsigned int MATERIAL_PARAMS = 16u;
+
+// One per material; mesh records point at theirs. Textures multiply the factor of the same name. What is common to
+// every material is named here; a BSDF family's own parameters are `params`, packed by its Python descriptor
+// (optixasync/scene/bsdfs/) and read by its header (pathtracer/bsdf_<name>.h), which documents their order.
 struct MaterialRecord {
-    unsigned int type;             // BsdfType
-    float alpha;                   // GGX alpha (conductor, dielectric, plastic); roughness (metallic_roughness)
-    float eta;                     // int_ior / ext_ior (dielectric, plastic)
-    float metallic;                // metallic_roughness
-    float3 color;                  // reflectance: albedo, specular reflectance or base colour
+    unsigned int type;             // the BSDF family: its index in the registry (optixasync.scene.bsdf_families())
     float opacity;                 // alpha mask and blend
-    float3 conductor_eta;          // conductor: eta + i k, relative to the exterior
     float alpha_cutoff;
-    float3 conductor_k;
     float normal_scale;
+    float3 color;                  // reflectance: albedo, specular reflectance or base colour
     float3 emission;               // radiance leaving the front side
-    float plastic_internal;        // plastic: internal diffuse reflectance of the coating
-    const float* plastic_table;    // plastic: specular sampling weight, then the external transmittance table
+    const float* table;            // a family's precomputed table (the plastic's transmittance), or null
     TextureSlot color_texture;     // rgb: colour, a: opacity
     TextureSlot roughness_texture; // glTF metallic-roughness: g roughness, b metallic
     TextureSlot emission_texture;
     TextureSlot normal_texture;    // tangent space, [0, 1] encoding of [-1, 1]
+    float params[MATERIAL_PARAMS]; // the family's own parameters
 };
 
 struct MeshRecord {
@@ -83,12 +75,41 @@ struct __align__(16) EmitterTriangle {
     float area;
 };
 
+// The outputs a raygen variant writes (a bit mask; optixasync/render/_outputs.py names them). The accumulation
+// (PathTracerParams::accum) is always written.
+enum OutputBits : unsigned int {
+    OUTPUT_IMAGE = 1u << 0,     // image: sRGB of the running mean (uchar4)
+    OUTPUT_RADIANCE = 1u << 1,  // radiance: the running mean (float4, w = 1)
+    OUTPUT_ALBEDO = 1u << 2,    // albedo: mean first-hit albedo (float4, w = 1)
+    OUTPUT_NORMAL = 1u << 3,    // normal: mean first-hit normal facing the camera (float4, w = 0)
+};
+
+// One light source: an instance of a light type (pathtracer/light_<name>.h, optixasync/render/lights/). Next-event
+// estimation picks one by the selection CDF over the sources, then samples a point of it through its type.
+struct LightRecord {
+    unsigned int type;             // the light type: its index in the registry (optixasync.render.light_types())
+    float cdf;                     // selection CDF up to and including this source (the last one's is 1)
+    float probability;             // its selection probability (by power)
+    unsigned int count;            // entries of its data (emissive triangles), or 1
+    const void* data;              // the type's own record(s)
+};
+
+// The scene as the integrator sees it: addresses of the scene tables, filled by the host in one assignment.
+struct SceneRecord {
+    const MeshRecord* meshes;        // indexed by build input (= SBT GAS index), or by instance id when instanced
+    const LightRecord* lights;       // num_lights light sources, in the order of their selection CDF
+    const EmitterTriangle* emitters; // the emissive triangles' table (its pdfs include its selection probability),
+                                     // for the MIS weight of emission that BSDF-sampled rays find
+    const EnvironmentRecord* environment;  // light from infinitely far away, or null (black)
+    oa_traversable handle;
+    unsigned int num_lights;
+    float environment_probability;   // the environment's selection probability (0 without one)
+    unsigned int instanced;          // 1: handle is an IAS whose instance ids are mesh indices; 0: one GAS
+};
+
 struct PathTracerParams {
     float4* accum;                   // width * height running sums: rgb, w = samples dropped as NaN/Inf
     uchar4* image;                   // sRGB of the running mean, or null (no tonemap)
-    const MeshRecord* meshes;        // indexed by build input (= SBT GAS index)
-    const EmitterTriangle* emitters;
-    oa_traversable handle;
     float3 eye;
     float3 cam_u;                    // right, scaled by tan(half fov) across
     float3 cam_v;                    // up, scaled by tan(half fov) up
@@ -101,16 +122,13 @@ struct PathTracerParams {
     unsigned int seed;
     unsigned int max_depth;
     unsigned int rr_depth;
-    unsigned int num_emitters;       // emissive triangles (0: no light sampling)
     float inv_total;                 // 1 / (sample_offset + spp), for the tonemapped mean
-    // Denoiser inputs (all null, or all set): running sums of the first hit's albedo and normal, accumulated
-    // like `accum` (2 float4 per pixel: albedo rgb, normal xyz), and the means of the colour, albedo and
-    // normal written after each launch.
+    // Outputs beside the image (each null unless the launch's variant writes it): running sums of the first hit's
+    // albedo and normal, accumulated like `accum` (2 float4 per pixel: albedo rgb, normal xyz), and the means of
+    // the colour, albedo and normal written after each launch.
     float4* aov_sums;
-    float4* color;                   // mean radiance, rgb (w = 1)
+    float4* radiance;                // mean radiance, rgb (w = 1)
     float4* albedo;                  // mean first-hit albedo, rgb in [0, 1] (w = 1)
     float4* normal;                  // mean first-hit normal, facing the camera, xyz in [-1, 1] (w = 0)
-    const EnvironmentRecord* environment;  // light from infinitely far away, or null (black)
-    float environment_probability;   // of light sampling picking the environment (the rest: the emitter table)
-    unsigned int instanced;          // 1: handle is an IAS whose instance ids are mesh indices; 0: one GAS
+    SceneRecord scene;
 };

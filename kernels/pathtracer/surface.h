@@ -1,5 +1,5 @@
-// What a ray hit: the surface point's geometry (normals, texture coordinates, shading frame) and its material
-// turned into a BSDF, with the textures looked up.
+// What a ray hit: the surface point's geometry (normals, texture coordinates, shading frame) and its material's
+// colour, emission and opacity, with the textures looked up (the BSDF itself is the generated surface_bsdf, bsdf.h).
 //
 // Two normals matter. The geometric normal ng is the triangle's winding normal: it decides the front side for
 // emission and which side a new ray starts from. The shading normal comes from the mesh's per-vertex normals
@@ -7,7 +7,6 @@
 // side of it the ray arrived on decides front or back for reflection (the reference renderer's convention).
 #pragma once
 
-#include "pathtracer/bsdf.h"
 #include "pathtracer/geometry.h"
 #include "pathtracer/records.h"
 #include "pathtracer/texture.h"
@@ -139,48 +138,6 @@ __forceinline__ __device__ float3 surface_color(const MaterialRecord& m, float2 
 
 __forceinline__ __device__ float3 surface_emission(const MaterialRecord& m, float2 uv) {
     return m.emission * rgb(sample_texture(m.emission_texture, uv, make_float4(1.0f, 1.0f, 1.0f, 1.0f)));
-}
-
-// The material's BSDF at a point whose colour (surface_color) is `color`.
-__forceinline__ __device__ Bsdf surface_bsdf(const MaterialRecord& m, float2 uv, float3 color) {
-    Bsdf b;
-    b.type = static_cast<BsdfType>(m.type);
-    switch (b.type) {
-        case BSDF_CONDUCTOR:
-            b.conductor.eta = m.conductor_eta;
-            b.conductor.k = m.conductor_k;
-            b.conductor.specular = color;
-            b.conductor.alpha = m.alpha;
-            break;
-        case BSDF_DIELECTRIC:
-            b.dielectric.eta = m.eta;
-            b.dielectric.alpha = m.alpha;
-            break;
-        case BSDF_PLASTIC:
-            b.plastic.diffuse = color;
-            b.plastic.eta = m.eta;
-            b.plastic.alpha = fmaxf(m.alpha, 1e-4f);
-            b.plastic.internal_reflectance = m.plastic_internal;
-            // The coating's share of the samples: its mean reflectance (1) over the sum of both lobes'.
-            b.plastic.specular_weight = 1.0f / (1.0f + (color.x + color.y + color.z) * (1.0f / 3.0f));
-            b.plastic.transmittance = m.plastic_table;
-            break;
-        case BSDF_METALLIC_ROUGHNESS: {
-            // glTF: green is roughness and blue metalness, each multiplying its factor; alpha = roughness^2.
-            const float4 mr = sample_texture(m.roughness_texture, uv, make_float4(1.0f, 1.0f, 1.0f, 1.0f));
-            const float roughness = m.alpha * mr.y;
-            b.metallic_roughness.base = color;
-            b.metallic_roughness.metallic = m.metallic * mr.z;
-            b.metallic_roughness.alpha = roughness * roughness;
-            break;
-        }
-        case BSDF_DIFFUSE:
-        default:
-            b.type = BSDF_DIFFUSE;
-            b.diffuse.albedo = color;
-            break;
-    }
-    return b;
 }
 
 // Opacity at a point (alpha mask and blend): the factor times the colour texture's alpha.

@@ -172,7 +172,7 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
 
 def _check_out(out: str | None, mode: str, stem: str) -> Path:
     """``--out`` with its default: a supported suffix, in an existing folder that this process may write to."""
-    from optixasync.render import check_image_path
+    from optixasync.io import check_image_path
 
     if mode == "still":
         path = check_image_path(out if out is not None else f"{stem}.png")

@@ -59,8 +59,9 @@ def run_multi(plan: RenderPlan, scene: Any, cloth: Any, backend: Any) -> int:
     """A still split by samples, or ``--frames`` split by frames, over the backend's workers."""
     import time
 
-    from optixasync.multi import CameraSwing, ClothMotion, Farm
-    from optixasync.render import numbered_path, tonemap_srgb, write_image
+    from optixasync.io import numbered_path, tonemap_srgb, write_image
+    from optixasync.multi import Farm
+    from optixasync.render import CameraSwing, ClothMotion
 
     from ._render_gpu import render_options
 

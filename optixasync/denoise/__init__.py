@@ -57,7 +57,7 @@ work with that stream without a host wait. OIDN binds image pointers to a
 committed filter, so the denoiser keeps one committed filter set per buffer
 set, in a bounded cache (``DenoiseOptions.max_filters``): N frame slots with
 N buffer sets each reuse their own filters, and a steady-state frame makes
-no commit, only the executions (``FrameDenoiser`` sizes the cache to the
+no commit, only the executions (the :class:`Denoise` stage sizes the cache to the
 scheduler's slots; a GPU test checks that 20 frames over 5 slots commit 5
 filter sets and re-bind none). On OIDN's CPU device, re-binding a filter
 to new pointers and committing does not re-initialize it (the next
@@ -124,10 +124,10 @@ from ._denoiser import Denoiser, DenoiserStats
 from ._errors import DenoiseError, MissingExtraError, OidnError
 from ._oidn import oidn_library_path
 from ._options import DenoiseOptions
-from ._stage import GUIDED, FrameDenoiser
+from ._stage import GUIDED, Denoise
 
 __all__ = [
-    "FrameDenoiser",
+    "Denoise",
     "GUIDED",
     "DenoiseError",
     "DenoiseOptions",

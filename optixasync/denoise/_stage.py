@@ -1,117 +1,97 @@
-"""Denoising a path tracer's progressive frames inside the frame pipeline.
+"""Denoising a render pipeline's frames: the :class:`Denoise` stage, on the frame's stream.
 
-:class:`FrameDenoiser` puts a :class:`Denoiser` between the path tracer's
-launch and the frame's readback, all on the frame's stream: the launch
-writes the running means of colour, albedo and normal into the frame's slot
-buffers (:meth:`PathTracer.record` with ``denoise_inputs=True``), OIDN
-denoises them into the slot's ``denoised`` buffer, a small kernel tonemaps
-that into the slot's ``image`` buffer, and the frame reads it back. Every
-frame slot has its own buffers, so frame ``k+1`` never writes what the
-denoiser of frame ``k`` still reads; the denoiser keeps one committed filter
-per slot.
+A :class:`~optixasync.render.RenderPipeline` with ``stages=[Denoise(),
+Tonemap()]`` has its integrator write the running means of the radiance and
+the first hit's albedo and normal into the frame slot's buffers; the stage
+denoises them into the slot's ``denoised`` buffer with OIDN, and the
+tonemap stage makes the sRGB ``image`` from that. Every frame slot has its
+own buffers, so frame ``k+1`` never writes what the denoiser of frame ``k``
+still reads; the denoiser keeps one committed filter per slot. It learns the
+stream, the device and the number of slots from the first frame it sees.
 
 Blocking calls
 --------------
-* Creating a :class:`FrameDenoiser` creates OIDN's CUDA device on the
-  scheduler's stream (set-up: OIDN's initialisation and kernel loading).
+* The first frame creates OIDN's CUDA device on the frame's stream (set-up:
+  OIDN's initialisation and kernel loading).
 * The first frame of each slot commits that slot's filter (OIDN plans and
   allocates its scratch memory; on CUDA a ``cudaMalloc``, which may
   synchronize the device): warm-up, once per slot.
-* Steady state: ``oidnExecuteFilterAsync`` and a kernel launch, both
-  enqueued on the frame's stream; nothing waits.
+* Steady state: ``oidnExecuteFilterAsync``, enqueued on the frame's stream;
+  nothing waits. :meth:`Denoise.close` waits for the denoiser's work.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from ..render import tonemap_device
-from ..validation import as_int, coerce_options
+from ..render import FrameBuffers, Stage
+from ..validation import coerce_options
 from ._denoiser import Denoiser
 from ._options import MAX_FILTERS_LIMIT, DenoiseOptions
 
 if TYPE_CHECKING:
-    from ..render import PathTracer
-    from ..scene import Camera
     from ..scheduler import Frame
 
-__all__ = ["FrameDenoiser", "GUIDED"]
+__all__ = ["Denoise", "GUIDED"]
 
 #: The options the path tracer's guides call for: HDR colour, albedo and normal guides, noise-free guides
 #: (first-hit albedo and normal have no noise of their own; their edges are anti-aliased like the colour).
 GUIDED = DenoiseOptions(hdr=True, albedo=True, normal=True, clean_aux=True)
 
 
-class FrameDenoiser:
-    """A path tracer's progressive frames, denoised on the frame's stream before their readback.
+class Denoise(Stage):
+    """Denoise a frame's mean radiance, guided by the first hit's albedo and normal, into ``denoised``.
 
     Parameters
     ----------
-    tracer : PathTracer
-    stream : stream
-        The stream of the frames (``FrameScheduler.stream``): the denoiser
-        works on it, so no cross-stream ordering is needed.
     options : DenoiseOptions, dict or None
-        Default :data:`GUIDED`; the albedo and normal guides must both be on.
-    frames_in_flight : int
-        The scheduler's slot count: the denoiser keeps at least that many
-        committed filters (``max_filters`` is raised to it), so that every
-        slot finds its own and no frame commits. A frame of a higher slot is
-        refused.
+        Default :data:`GUIDED`; the albedo and normal guides must both be on. ``max_filters`` is raised to the
+        frames' slot count, so that every slot finds its own committed filter.
 
     Attributes
     ----------
-    denoiser : Denoiser
+    denoiser : Denoiser or None
+        Made by the first frame (its stream, device and size).
+
+    Raises
+    ------
+    ValueError
+        On options without both guides; later, on a frame of another stream, size or slot count than the first.
     """
 
-    def __init__(self, tracer: PathTracer, stream: Any, options: DenoiseOptions | dict | None = None, *,
-                 frames_in_flight: int = 2) -> None:
-        options = GUIDED if options is None else coerce_options(DenoiseOptions, options)
-        if not (options.albedo and options.normal):
-            raise ValueError("FrameDenoiser feeds the path tracer's albedo and normal: create it with albedo=True "
+    needs = frozenset({"radiance", "albedo", "normal"})
+    writes = frozenset({"denoised"})
+
+    def __init__(self, options: DenoiseOptions | dict | None = None) -> None:
+        self.options = GUIDED if options is None else coerce_options(DenoiseOptions, options)
+        if not (self.options.albedo and self.options.normal):
+            raise ValueError("the Denoise stage feeds the path tracer's albedo and normal: create it with albedo=True "
                              "and normal=True")
-        self.frames_in_flight = as_int("frames_in_flight", frames_in_flight, 1, MAX_FILTERS_LIMIT)
-        if options.max_filters < self.frames_in_flight:
-            options = dataclasses.replace(options, max_filters=self.frames_in_flight)
-        self.tracer = tracer
-        opts = tracer.options
-        self.shape = (opts.height, opts.width, 4)
-        self.denoiser = Denoiser(opts.width, opts.height, options, device="cuda", device_id=tracer.ctx.device_id,
-                                 stream=stream)
+        self.denoiser: Denoiser | None = None
+        self._frames: tuple[int, int, int] | None = None  # (stream handle, slots, shape) of the first frame
 
-    def record(self, frame: Frame, spp: int = 1, *, readback: str | None = "image", camera: Camera | None = None,
-               denoise: bool = True) -> Any:
-        """Launch ``spp`` samples per pixel in ``frame``, denoise the running mean and tonemap it into ``image``.
-
-        With ``denoise=False`` it is :meth:`PathTracer.record` (the noisy image). Returns the frame's
-        ``denoised`` buffer ((height, width, 4) float32, linear, on the device), or None without denoising.
-        """
-        if frame.slot >= self.frames_in_flight:
-            raise ValueError(f"frame {frame.index} is in slot {frame.slot}, but this FrameDenoiser was made for "
-                             f"{self.frames_in_flight} frames in flight: pass frames_in_flight= the scheduler's")
-        if not denoise:
-            self.tracer.record(frame, spp, readback=readback, camera=camera)
-            return None
-        inputs = self.tracer.record(frame, spp, readback=None, camera=camera, denoise_inputs=True)
-        if inputs is None:
-            raise RuntimeError("the path tracer returned no denoiser inputs")
-        denoised = frame.buffer("denoised", self.shape, np.float32)
-        self.denoiser.denoise(inputs.color, denoised, inputs.albedo, inputs.normal, stream=frame)
-        image = frame.buffer("image", self.shape, np.uint8)
-        tonemap_device(denoised, image, frame)
-        if readback is not None:
-            frame.readback(image, readback)
-        return denoised
+    def record(self, frame: Frame, buffers: FrameBuffers) -> None:
+        height, width = buffers.shape[:2]
+        seen = (int(frame.stream.ptr), frame.frames_in_flight, (height, width))
+        if self.denoiser is None:
+            slots = min(max(frame.frames_in_flight, 1), MAX_FILTERS_LIMIT)
+            options = self.options if self.options.max_filters >= slots else \
+                dataclasses.replace(self.options, max_filters=slots)
+            self.denoiser = Denoiser(width, height, options, device="cuda", device_id=frame.ctx.device_id,
+                                     stream=frame.stream)
+            self._frames = seen
+        elif seen != self._frames:
+            raise ValueError("this Denoise stage serves the frames of one scheduler and image size (made for "
+                             f"{self._frames}, got {seen}): give each pipeline its own")
+        self.denoiser.denoise(buffers["radiance"], buffers["denoised"], buffers["albedo"], buffers["normal"],
+                              stream=frame)
 
     def close(self) -> None:
         """Wait for the denoiser's work and release it."""
-        self.denoiser.close()
+        if self.denoiser is not None:
+            self.denoiser.close()
+            self.denoiser = None
 
-    def __enter__(self) -> FrameDenoiser:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __repr__(self) -> str:
+        return f"Denoise({self.options})"

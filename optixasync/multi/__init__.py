@@ -10,7 +10,9 @@ and acceleration structure across jobs:
 Backends: :class:`LocalGPUs` (one thread per GPU of this machine) and :class:`DaskGPUs`
 (``dask.distributed`` workers, one GPU each: ``dask_cuda.LocalCUDACluster`` or a cluster's scheduler;
 the ``cluster`` extra). The orchestration underneath (:func:`run_in_order`, :class:`FunctionFactory`)
-runs any per-task function the same way. Importing this package loads no CUDA library and no Dask.
+runs any per-task function the same way. Frames of a sequence differ by a frame update of the render
+layer (:class:`~optixasync.render.ClothMotion`, :class:`~optixasync.render.CameraSwing`, or any picklable
+callable). Importing this package loads no CUDA library and no Dask.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 from ..errors import WorkerError
 from ._dask import DaskGPUs
 from ._farm import Farm
-from ._motion import CameraSwing, ClothMotion, swing_camera
 from ._ordered import Backend, InOrder, run_in_order
 from ._plan import FrameOutput, FrameTask, SampleRange, Task, parse_gpus, split_samples
 from ._threads import LocalGPUs
@@ -27,8 +28,6 @@ from ._work import FunctionFactory, Work, WorkFactory
 
 __all__ = [
     "Backend",
-    "CameraSwing",
-    "ClothMotion",
     "DaskGPUs",
     "Farm",
     "FrameOutput",
@@ -40,7 +39,6 @@ __all__ = [
     "run_in_order",
     "SampleRange",
     "split_samples",
-    "swing_camera",
     "Task",
     "TracerFactory",
     "TracerWork",

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ..render import RenderOptions, check_image_path, numbered_path
+from ..io import check_image_path, numbered_path
+from ..render import RenderOptions
 from ..scene import Scene
 from ..validation import as_int
 from ._ordered import Backend, run_in_order
@@ -134,9 +135,9 @@ class Farm:
         spp : int, optional
             Samples per pixel of each frame (default ``options.spp``).
         update : callable, optional
-            ``update(tracer, index, frame)``: moves the scene to frame ``index`` on the worker and returns
-            its camera (or None); see :class:`~optixasync.multi.ClothMotion` and
-            :class:`~optixasync.multi.CameraSwing`. Picklable for Dask.
+            A frame update, ``update(pipeline, index, frame)``: moves the scene to frame ``index`` on the
+            worker (its vertices, its camera); see :class:`~optixasync.render.ClothMotion` and
+            :class:`~optixasync.render.CameraSwing`. Picklable for Dask.
         out : str or Path, optional
             A ``.png`` base name: the workers write frame ``k`` to ``out_0007.png`` (for ``k = 7``) and
             the outputs carry the path. Without it the outputs carry the sRGB images.

@@ -1,9 +1,9 @@
-"""The path tracer as a worker's :class:`~optixasync.multi.Work`: one context, tracer and scheduler per GPU.
+"""The path tracer as a worker's :class:`~optixasync.multi.Work`: one context and render pipeline per GPU.
 
 A :class:`TracerFactory` holds the scene and options (what travels to workers); the
-:class:`TracerWork` it makes on a worker owns an :class:`~optixasync.Context` on the worker's GPU, a
-:class:`~optixasync.render.PathTracer` (compiled pipeline, acceleration structure, scene buffers) and
-a :class:`~optixasync.FrameScheduler`, all kept across jobs.
+:class:`TracerWork` it makes on a worker owns an :class:`~optixasync.Context` on the worker's GPU and a
+:class:`~optixasync.render.RenderPipeline` (compiled program, acceleration structure, scene tables, its
+frame scheduler), all kept across jobs.
 
 * Frames (:class:`~optixasync.multi.FrameTask`) are pipelined: the worker records a frame, takes the
   next task when a slot is free, and hands each finished image to its own encoding threads, so its
@@ -23,7 +23,6 @@ sample range's sums (it returns them), and, at the end of its tasks, for its las
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,16 +36,6 @@ from ._plan import FrameOutput, FrameTask, SampleRange, Task
 from ._work import WorkFactory, then
 
 __all__ = ["TracerFactory", "TracerWork"]
-
-
-def _write_atomically(path: Path, image: np.ndarray) -> Path:
-    """Write ``image`` to a temporary name beside ``path``, then rename: a killed worker leaves no half file."""
-    from ..render import write_image
-
-    partial = path.with_name(f".{path.stem}.{os.getpid()}.partial{path.suffix}")
-    write_image(partial, image)
-    os.replace(partial, path)
-    return path
 
 
 class TracerFactory(WorkFactory):
@@ -77,22 +66,22 @@ class TracerFactory(WorkFactory):
 
 
 class TracerWork:
-    """A worker's path tracer on one GPU (see the module documentation)."""
+    """A worker's render pipeline on one GPU (see the module documentation)."""
 
     def __init__(self, factory: TracerFactory, device: int | None) -> None:
-        from ..cuda import Context, create_stream
-        from ..render import ImageWriter, PathTracer
-        from ..scheduler import FrameScheduler
+        from ..cuda import Context
+        from ..io import ImageWriter
+        from ..render import RenderPipeline
 
         self.factory = factory
         self.ctx = Context(device)  # makes the device current in this thread
         try:
-            self.stream = create_stream()
-            # One stream for set-up, frames and sample ranges: each is ordered after the one before.
-            self.tracer = PathTracer(self.ctx, factory.scene, factory.options, stream=self.stream)
-            self.scheduler = FrameScheduler(self.ctx, factory.frames_in_flight, params_dtype=self.tracer.params_dtype,
-                                            stream=self.stream)
-            self.writer = ImageWriter(workers=factory.image_writers, writer=_write_atomically)
+            # One stream for set-up, frames and sample ranges (the pipeline's): each is ordered after the one before.
+            self.pipeline = RenderPipeline(self.ctx, factory.scene, factory.options,
+                                           frames_in_flight=factory.frames_in_flight)
+            self.scheduler = self.pipeline.scheduler
+            self.stream = self.pipeline.stream
+            self.writer = ImageWriter(workers=factory.image_writers)  # files written atomically
         except BaseException:
             self.ctx.close()
             raise
@@ -121,16 +110,16 @@ class TracerWork:
         yield from self._finished(self.scheduler.drain())
 
     def _record(self, task: Task, payload: FrameTask) -> None:
-        tracer = self.tracer
+        pipeline = self.pipeline
         if payload.update is None:
             self._restore_scene()  # a frame without an update shows the scene as given, whatever ran before
         with self.scheduler.frame() as frame:
-            camera = None
+            pipeline.camera = self.factory.scene.camera  # an update starts from the scene's camera
             if payload.update is not None:
-                camera = payload.update(tracer, payload.index, frame)
+                payload.update(pipeline, payload.index, frame)
                 self._moved = bool(self._dynamic)  # a camera-only scene has nothing to put back
-            tracer.reset()  # each frame of a sequence is its own image
-            tracer.record(frame, payload.spp, readback="image", camera=camera or self.factory.scene.camera)
+            pipeline.reset()  # each frame of a sequence is its own image
+            pipeline.record(frame, payload.spp, readback="image")
         self._recorded[frame.index] = task
 
     def _finished(self, results: list[Any]) -> Iterator[tuple[Task, Any]]:
@@ -146,28 +135,27 @@ class TracerWork:
 
     def _sums(self, samples: SampleRange) -> np.ndarray:
         self._restore_scene()
-        self.tracer.camera = self.factory.scene.camera
-        return self.tracer.render_sums(samples.first, samples.count)
+        self.pipeline.camera = self.factory.scene.camera
+        return self.pipeline.render_sums(samples.first, samples.count)
 
     def _restore_scene(self) -> None:
         """Put the dynamic meshes back where the scene has them (a frame job moved them)."""
         if not self._moved:
             return
         meshes = self.factory.scene.meshes
-        for k in self._dynamic:  # the scene's vertices, through pinned staging, straight into the tracer's buffer
-            self.ctx.upload_into(self.tracer.vertices(k, self.stream), meshes[k].vertices.astype(np.float32, copy=False),
-                                 self.stream)
-        self.tracer.refit(self.stream)
+        for k in self._dynamic:  # the scene's vertices, through pinned staging, straight into the pipeline's buffer
+            self.ctx.upload_into(self.pipeline.vertices(k, self.stream),
+                                 meshes[k].vertices.astype(np.float32, copy=False), self.stream)
+        self.pipeline.refit(self.stream)
         self._moved = False
 
     def close(self) -> None:
-        """Finish the frames and files in flight, then close the scheduler, tracer and context."""
+        """Finish the frames and files in flight, then close the pipeline and the context."""
         from ..cuda import use_device
 
         use_device(self.ctx.device_id)
         try:
             self.writer.close()
-            self.scheduler.close()
-            self.tracer.close()
+            self.pipeline.close()  # its scheduler too
         finally:
             self.ctx.close()

@@ -41,7 +41,7 @@ logger = logging.getLogger("optixasync")
 #: Bumped whenever the key recipe or the entry format changes, orphaning old entries.
 SCHEMA_VERSION = 1
 
-_HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
+_HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".cu")  # .cu too: a generated source includes the kernel files
 _TMP_SUFFIX = ".tmp"
 
 

@@ -1,65 +1,61 @@
-"""The path tracer used by the example and ``optixasync render``.
+"""Rendering: a scene to frames through a :class:`RenderPipeline` (scene tables, an integrator, stages).
 
-:class:`PathTracer` renders a :class:`~optixasync.scene.Scene` with
-``kernels/pathtracer.cu``: progressively inside a
-:class:`~optixasync.FrameScheduler` (:meth:`PathTracer.record`) or offline
-(:meth:`PathTracer.render`). Its parts: :class:`PathTracerProgram` (the
-compiled kernel), :class:`DeviceScene` (the scene on the device), and the
-host helpers for emitters, parameters, tonemapping and image files.
-Importing this package loads no CUDA library.
+The one path from a :class:`~optixasync.scene.Scene` to images::
+
+    with RenderPipeline(ctx, scene, RenderOptions(width=512, height=512)) as pipeline:
+        linear = pipeline.render(256)                      # a still (waits for it)
+        for result in pipeline.frames(64):                 # progressive frames, 2 in flight
+            with result:
+                show(result["image"])
+
+:meth:`RenderPipeline.record` puts a launch into a frame of an application's
+own :class:`~optixasync.FrameScheduler`. Integrators (``"path"``, the path
+tracer) are registered by name (:func:`register_integrator`); the outputs a
+frame can produce are :data:`OUTPUTS`; stages run after each launch
+(:class:`Tonemap`, :class:`Readback`, :class:`WriteImages`, and the
+denoiser's :class:`optixasync.denoise.Denoise`); light types are registered
+like BSDF families (:func:`register_light_type`,
+:func:`optixasync.scene.register_bsdf`); frame updates
+(:class:`ClothMotion`, :class:`CameraSwing`, or any callable) change a frame
+before its launch. Importing this package loads no CUDA library.
 """
 
 from __future__ import annotations
 
-from ._device_scene import DeviceScene, check_scene, host_emitter_table
-from ._emitters import EmitterTable, alias_probabilities, alias_table, build_emitter_table
-from ._environment import (
-    ENVIRONMENT_RECORD,
-    DeviceEnvironment,
-    EnvironmentTables,
-    environment_record,
-    environment_tables,
-)
-from ._layout import EMITTER_TRIANGLE, MATERIAL_RECORD, MESH_RECORD, PATH_PARAMS
+from . import _path  # noqa: F401 (registers the path integrator)
+from ._device_scene import DeviceScene, check_scene
+from ._integrator import Integrator, Launch, integrator_class, integrators, register_integrator
 from ._options import RenderOptions
-from ._output import ImageWriter, check_image_path, numbered_path, write_image
-from ._params import fill_params, launch_plan, material_record, mesh_records
-from ._pathtracer import DenoiseInputs, PathTracer
-from ._program import PathTracerProgram
-from ._textures import DeviceTextures
-from ._tonemap import srgb_to_linear, tonemap_device, tonemap_srgb
+from ._outputs import OUTPUTS, Output
+from ._pipeline import DEFAULT, RenderPipeline
+from ._stages import FrameBuffers, Readback, Stage, Tonemap, WriteImages
+from ._updates import CameraSwing, ClothMotion, FrameUpdate, swing_camera
+from .lights import LightType, PunctualLightType, light_types, register_light_type
 
 __all__ = [
-    "alias_probabilities",
-    "alias_table",
-    "build_emitter_table",
-    "check_image_path",
-    "check_scene",
-    "DenoiseInputs",
-    "DeviceEnvironment",
+    "CameraSwing",
+    "ClothMotion",
+    "DEFAULT",
     "DeviceScene",
-    "DeviceTextures",
-    "EMITTER_TRIANGLE",
-    "EmitterTable",
-    "ENVIRONMENT_RECORD",
-    "environment_record",
-    "environment_tables",
-    "EnvironmentTables",
-    "fill_params",
-    "host_emitter_table",
-    "ImageWriter",
-    "launch_plan",
-    "MATERIAL_RECORD",
-    "material_record",
-    "MESH_RECORD",
-    "mesh_records",
-    "numbered_path",
-    "PATH_PARAMS",
-    "PathTracer",
-    "PathTracerProgram",
+    "FrameBuffers",
+    "FrameUpdate",
+    "Integrator",
+    "Launch",
+    "LightType",
+    "OUTPUTS",
+    "Output",
+    "PunctualLightType",
+    "Readback",
     "RenderOptions",
-    "srgb_to_linear",
-    "tonemap_device",
-    "tonemap_srgb",
-    "write_image",
+    "RenderPipeline",
+    "Stage",
+    "Tonemap",
+    "WriteImages",
+    "check_scene",
+    "integrator_class",
+    "integrators",
+    "light_types",
+    "register_integrator",
+    "register_light_type",
+    "swing_camera",
 ]

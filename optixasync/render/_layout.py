@@ -1,4 +1,4 @@
-"""Device layouts shared with ``kernels/pathtracer/records.h``: launch parameters, mesh records, emitter triangles.
+"""Device layouts shared with ``kernels/pathtracer/records.h``: launch parameters, the scene record and its tables.
 
 Each dtype is built by :func:`optixasync.struct_dtype` from the fields of the
 matching CUDA struct, in order; the CPU tests compile the kernel with
@@ -11,20 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._structs import struct_dtype
+from ..scene import MATERIAL_PARAMS
 from ._environment import ENVIRONMENT_RECORD
 
-__all__ = ["EMITTER_TRIANGLE", "MATERIAL_RECORD", "MESH_ALPHA_BLEND", "MESH_ALPHA_MASK", "MESH_EMISSIVE", "MESH_INSTANCED", "MESH_LIGHT_SAMPLED", "MESH_MIRRORED", "MESH_RECORD",
-           "MESH_TWO_SIDED", "NESTED_MEMBERS", "PATH_PARAMS", "STRUCT_NAMES"]
-
-#: ``PathTracerParams``: the launch parameters (``params`` in the kernel).
-PATH_PARAMS: np.dtype = struct_dtype([
-    ("accum", "ptr"), ("image", "ptr"), ("meshes", "ptr"), ("emitters", "ptr"), ("handle", "handle"),
-    ("eye", "float3"), ("cam_u", "float3"), ("cam_v", "float3"), ("cam_w", "float3"),
-    ("width", "uint"), ("height", "uint"), ("sample_offset", "uint"), ("spp", "uint"), ("accumulate", "uint"),
-    ("seed", "uint"), ("max_depth", "uint"), ("rr_depth", "uint"), ("num_emitters", "uint"), ("inv_total", "float"),
-    ("aov_sums", "ptr"), ("color", "ptr"), ("albedo", "ptr"), ("normal", "ptr"),
-    ("environment", "ptr"), ("environment_probability", "float"), ("instanced", "uint"),
-])
+__all__ = ["EMITTER_TRIANGLE", "LIGHT_RECORD", "MATERIAL_RECORD", "MESH_ALPHA_BLEND", "MESH_ALPHA_MASK", "MESH_EMISSIVE",
+           "MESH_INSTANCED", "MESH_LIGHT_SAMPLED", "MESH_MIRRORED", "MESH_RECORD", "MESH_TWO_SIDED", "NESTED_MEMBERS",
+           "PATH_PARAMS", "SCENE_RECORD", "STRUCT_NAMES"]
 
 #: ``MeshRecord``: one per mesh (= build input = SBT GAS index), read by the raygen at every hit.
 MESH_RECORD: np.dtype = struct_dtype([
@@ -39,14 +31,12 @@ def _texture_slot(name: str) -> list[tuple[str, str] | tuple[str, str, int]]:
     return [(name, "u64"), (f"{name}_uv", "float", 6)]
 
 
-#: ``MaterialRecord``: one per material, pointed at by the mesh records.
+#: ``MaterialRecord``: one per material, pointed at by the mesh records; ``params`` is the family's own.
 MATERIAL_RECORD: np.dtype = struct_dtype([
-    ("type", "uint"), ("alpha", "float"), ("eta", "float"), ("metallic", "float"),
-    ("color", "float3"), ("opacity", "float"), ("conductor_eta", "float3"), ("alpha_cutoff", "float"),
-    ("conductor_k", "float3"), ("normal_scale", "float"), ("emission", "float3"), ("plastic_internal", "float"),
-    ("plastic_table", "ptr"),
+    ("type", "uint"), ("opacity", "float"), ("alpha_cutoff", "float"), ("normal_scale", "float"),
+    ("color", "float3"), ("emission", "float3"), ("table", "ptr"),
     *_texture_slot("color_texture"), *_texture_slot("roughness_texture"), *_texture_slot("emission_texture"),
-    *_texture_slot("normal_texture"),
+    *_texture_slot("normal_texture"), ("params", "float", MATERIAL_PARAMS),
 ])
 
 #: ``EmitterTriangle``: one per triangle of every emissive mesh, in world space (64 bytes, 16-aligned).
@@ -54,6 +44,27 @@ EMITTER_TRIANGLE: np.dtype = struct_dtype([
     ("p0", "float3"), ("pdf", "float"), ("e1", "float3"), ("alias_q", "float"), ("e2", "float3"), ("alias", "uint"),
     ("radiance", "float3"), ("area", "float"),
 ], min_alignment=16)
+
+#: ``LightRecord``: one per light source, in the order of the selection CDF.
+LIGHT_RECORD: np.dtype = struct_dtype([
+    ("type", "uint"), ("cdf", "float"), ("probability", "float"), ("count", "uint"), ("data", "ptr"),
+])
+
+#: ``SceneRecord``: the addresses of the scene tables, one field of the launch parameters.
+SCENE_RECORD: np.dtype = struct_dtype([
+    ("meshes", "ptr"), ("lights", "ptr"), ("emitters", "ptr"), ("environment", "ptr"), ("handle", "handle"),
+    ("num_lights", "uint"), ("environment_probability", "float"), ("instanced", "uint"),
+])
+
+#: ``PathTracerParams``: the launch parameters (``params`` in the kernel).
+PATH_PARAMS: np.dtype = struct_dtype([
+    ("accum", "ptr"), ("image", "ptr"),
+    ("eye", "float3"), ("cam_u", "float3"), ("cam_v", "float3"), ("cam_w", "float3"),
+    ("width", "uint"), ("height", "uint"), ("sample_offset", "uint"), ("spp", "uint"), ("accumulate", "uint"),
+    ("seed", "uint"), ("max_depth", "uint"), ("rr_depth", "uint"), ("inv_total", "float"),
+    ("aov_sums", "ptr"), ("radiance", "ptr"), ("albedo", "ptr"), ("normal", "ptr"),
+    ("scene", SCENE_RECORD),
+])
 
 #: ``MeshFlags`` bits.
 MESH_TWO_SIDED = 1 << 0
@@ -64,7 +75,7 @@ MESH_LIGHT_SAMPLED = 1 << 4
 MESH_INSTANCED = 1 << 5
 MESH_MIRRORED = 1 << 6
 
-#: The CUDA member of each dtype field that lives in a nested struct (the dtype lays those out flat).
+#: The CUDA member of each dtype field that lives in a nested struct laid out flat (the texture slots).
 NESTED_MEMBERS: dict[str, str] = {
     **{slot: f"{slot}.texture" for slot in ("color_texture", "roughness_texture", "emission_texture",
                                            "normal_texture")},
@@ -75,6 +86,8 @@ NESTED_MEMBERS: dict[str, str] = {
 #: CUDA struct name of each dtype (for the layout checks).
 STRUCT_NAMES: dict[str, np.dtype] = {
     "PathTracerParams": PATH_PARAMS,
+    "SceneRecord": SCENE_RECORD,
+    "LightRecord": LIGHT_RECORD,
     "MeshRecord": MESH_RECORD,
     "MaterialRecord": MATERIAL_RECORD,
     "EnvironmentRecord": ENVIRONMENT_RECORD,

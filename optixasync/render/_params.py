@@ -1,4 +1,4 @@
-"""Host-side packing of the path tracer's launch parameters and mesh records, and the launch plan.
+"""Host-side packing of the path tracer's launch parameters, mesh and material records, and the launch plan.
 
 Pure numpy: what ``kernels/pathtracer/records.h`` reads, filled from a
 scene, options and device addresses.
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..scene import BSDF_TYPES, Camera, Material, Mesh, Scene, Texture
+from ..scene import MATERIAL_PARAMS, Camera, Material, Mesh, Scene, Texture, bsdf_family, bsdf_index
 from ..validation import as_int
 from ._emitters import is_light_sampled
 from ._layout import (
@@ -30,10 +30,9 @@ from ._layout import (
     MESH_TWO_SIDED,
 )
 from ._options import RenderOptions
-from ._plastic import plastic_constants
 
 __all__ = ["MAX_SAMPLES", "fill_params", "launch_plan", "material_record", "mesh_flags", "mesh_records",
-           "plastic_table", "positive_int"]
+           "positive_int"]
 
 MAX_SAMPLES = 2**32 - 1  # the kernel's sample index is a 32-bit unsigned int
 
@@ -48,64 +47,60 @@ def launch_plan(total: int, per_launch: int) -> list[tuple[int, int]]:
     return [(start, min(per_launch, total - start)) for start in range(0, total, per_launch)]
 
 
-def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: int, image: int, meshes: int,
-                emitters: int, num_emitters: int, handle: int, sample_offset: int, spp: int,
-                basis: tuple[np.ndarray, ...] | None = None, aovs: tuple[int, int, int, int] | None = None,
-                environment: int = 0, environment_probability: float = 0.0, instanced: bool = False,
-                accumulate: bool | None = None) -> None:
+def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: int, scene: np.ndarray,
+                sample_offset: int, spp: int, image: int = 0, outputs: dict[str, int] | None = None,
+                basis: tuple[np.ndarray, ...] | None = None, accumulate: bool | None = None) -> None:
     """Write ``PathTracerParams`` into ``params`` (a numpy scalar of :data:`PATH_PARAMS`, pinned or not).
 
-    ``accum``, ``image``, ``meshes`` and ``emitters`` are device addresses (``image`` 0: no tonemap).
-    ``sample_offset`` is the absolute index of the launch's first sample (its random numbers depend on it).
-    ``accumulate`` says whether the launch adds to the accumulation or overwrites it; by default
-    (None) a launch with ``sample_offset`` 0 overwrites and later ones add. ``basis`` is
-    ``camera.basis(width, height)`` when the caller has it already. ``aovs`` is the device addresses of
-    (AOV sums, colour, albedo, normal) for a launch that writes the denoiser's inputs (None: it does not).
-    ``environment`` is the device address of the ``EnvironmentRecord`` (0: none) and
-    ``environment_probability`` the probability that light sampling picks it. ``instanced``: ``handle`` is
-    an instance acceleration structure whose instance ids are the mesh indices (else one GAS, build input =
-    mesh).
+    ``accum`` and ``image`` are device addresses (``image`` 0: no tonemap); ``scene`` is the scene tables'
+    ``SceneRecord`` (with the structure's handle), assigned in one piece. ``sample_offset`` is the absolute
+    index of the launch's first sample (its random numbers depend on it). ``accumulate`` says whether the
+    launch adds to the accumulation or overwrites it; by default (None) a launch with ``sample_offset`` 0
+    overwrites and later ones add. ``basis`` is ``camera.basis(width, height)`` when the caller has it already.
+    ``outputs`` holds the device addresses of the other outputs the launch's variant writes, by field:
+    ``aov_sums``, ``radiance``, ``albedo``, ``normal`` (the rest stay 0).
     """
     eye, u, v, w = basis if basis is not None else camera.basis(options.width, options.height)
-    params["accum"], params["image"], params["meshes"], params["emitters"] = accum, image, meshes, emitters
-    params["handle"] = handle
+    params["accum"], params["image"] = accum, image
     params["eye"], params["cam_u"], params["cam_v"], params["cam_w"] = eye, u, v, w
     params["width"], params["height"] = options.width, options.height
     if accumulate is None:
         accumulate = sample_offset > 0
     params["sample_offset"], params["spp"], params["accumulate"] = sample_offset, spp, int(bool(accumulate))
     params["seed"], params["max_depth"], params["rr_depth"] = options.seed, options.max_depth, options.rr_depth
-    params["num_emitters"] = num_emitters
     params["inv_total"] = 1.0 / (sample_offset + spp)
-    params["aov_sums"], params["color"], params["albedo"], params["normal"] = aovs if aovs is not None else (0, 0, 0, 0)
-    params["environment"], params["environment_probability"] = environment, environment_probability
-    params["instanced"] = int(bool(instanced))
+    for field in ("aov_sums", "radiance", "albedo", "normal"):
+        params[field] = (outputs or {}).get(field, 0)
+    params["scene"] = scene
 
 
 def material_record(material: Material, texture_handle: Callable[[Texture | None], int] = lambda t: 0,
-                    plastic_table: int = 0) -> np.ndarray:
+                    table: int = 0) -> np.ndarray:
     """The ``MaterialRecord`` of ``material`` (a numpy scalar of :data:`MATERIAL_RECORD`).
 
-    ``texture_handle`` gives the device texture object of each of its textures; ``plastic_table`` is the
-    device address of its plastic table (:func:`plastic_table`), for ``plastic`` materials.
+    ``texture_handle`` gives the device texture object of each of its textures; ``table`` is the device
+    address of its family's precomputed table (:meth:`BsdfFamily.table`), 0 without one. The family's own
+    parameters go to ``params`` as its descriptor packs them (:meth:`BsdfFamily.pack`).
+
+    Raises
+    ------
+    ValueError
+        If the family packs more than ``MATERIAL_PARAMS`` floats.
     """
+    family = bsdf_family(material.bsdf)
     record = np.zeros((), MATERIAL_RECORD)
-    record["type"] = BSDF_TYPES.index(material.bsdf)
-    # One field, two meanings: the kernel squares glTF's roughness itself, after its texture scaled it.
-    record["alpha"] = material.roughness if material.bsdf == "metallic_roughness" else material.alpha
-    record["eta"] = material.int_ior / material.ext_ior
-    record["metallic"] = material.metallic
-    record["color"] = material.reflectance
+    record["type"] = bsdf_index(material.bsdf)
     record["opacity"] = material.opacity
-    record["conductor_eta"] = np.asarray(material.eta) / material.ext_ior
-    record["conductor_k"] = np.asarray(material.k) / material.ext_ior
     record["alpha_cutoff"] = material.alpha_cutoff
     record["normal_scale"] = material.normal_scale
+    record["color"] = material.reflectance
     record["emission"] = material.emission
-    record["plastic_table"] = plastic_table
-    if material.bsdf == "plastic":  # the same float64 eta as plastic_table: one entry of its cache
-        record["plastic_internal"] = plastic_constants(material.int_ior / material.ext_ior,
-                                                       material.alpha).internal_reflectance
+    record["table"] = table
+    packed = np.asarray(family.pack(material), np.float64).reshape(-1)
+    if len(packed) > MATERIAL_PARAMS:
+        raise ValueError(f"the {material.bsdf!r} family packs {len(packed)} parameters, more than the record's "
+                         f"{MATERIAL_PARAMS}")
+    record["params"][: len(packed)] = packed
     for slot, texture in (("color_texture", material.reflectance_texture),
                           ("roughness_texture", material.metallic_roughness_texture),
                           ("emission_texture", material.emission_texture),
@@ -116,12 +111,6 @@ def material_record(material: Material, texture_handle: Callable[[Texture | None
 
 
 _IDENTITY_UV = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], np.float32)
-
-
-def plastic_table(material: Material) -> np.ndarray:
-    """What a ``plastic`` material's ``plastic_table`` points at: its coating's external transmittance table."""
-    return np.ascontiguousarray(plastic_constants(material.int_ior / material.ext_ior, material.alpha).transmittance,
-                                np.float32)
 
 
 def mesh_flags(mesh: Mesh) -> int:

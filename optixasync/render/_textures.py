@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cuda import as_cupy_stream
+from ..io import srgb_to_linear
 from ..scene import Texture
-from ._tonemap import srgb_to_linear
 
 if TYPE_CHECKING:
     from ..cuda import Context

@@ -1,11 +1,8 @@
-"""Linear radiance to 8-bit sRGB with the kernel's curve: on the host, and on the GPU for images made after the launch.
+"""The sRGB tonemap on the GPU, for images made after the launch (the denoised frames): the kernels' own curve.
 
-The path tracer tonemaps the running mean itself (``srgb8`` in
-``kernels/pathtracer/film.h``): clamp to [0, 1] (NaN to 0), the sRGB
-transfer function, then round to the nearest code. :func:`tonemap_srgb`
-does the same in float32 numpy; the kernel's fast ``pow`` may differ from
-numpy's by one code at a rounding boundary. :func:`tonemap_device` runs the
-same curve on a float4 device image (a denoised frame), on a given stream.
+The kernel includes ``kernels/pathtracer/film.h``, whose ``srgb8`` the path
+tracer's launch applies too, so that both encode alike; the host's twin is
+:func:`optixasync.io.tonemap_srgb`.
 
 Blocking calls
 --------------
@@ -20,43 +17,28 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TONEMAP_SOURCE", "tonemap_device", "tonemap_srgb", "srgb_to_linear"]
+from .._config import kernels_dir
 
-#: The device tonemap: float4 linear RGBA in, uchar4 sRGB out (alpha 255), the curve of ``film.h``.
+__all__ = ["TONEMAP_SOURCE", "tonemap_device"]
+
+#: The device tonemap: float4 linear RGBA in, uchar4 sRGB out (alpha 255), with ``film.h``'s ``srgb8``.
 TONEMAP_SOURCE = r"""
+#include "pathtracer/film.h"
+
 extern "C" __global__ void tonemap_srgb8(const float4* linear, uchar4* out, unsigned int n) {
     const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const float4 v = linear[i];
-    const float c[3] = {v.x, v.y, v.z};
-    unsigned char code[3];
-    for (int k = 0; k < 3; ++k) {
-        const float x = fminf(fmaxf(c[k], 0.0f), 1.0f);
-        const float s = x <= 0.0031308f ? 12.92f * x : 1.055f * __powf(x, 1.0f / 2.4f) - 0.055f;
-        code[k] = static_cast<unsigned char>(fminf(fmaxf(s, 0.0f), 1.0f) * 255.0f + 0.5f);
-    }
-    out[i] = make_uchar4(code[0], code[1], code[2], 255);
+    out[i] = make_uchar4(pt::srgb8(v.x), pt::srgb8(v.y), pt::srgb8(v.z), 255);
 }
 """
-
-
-def tonemap_srgb(linear: Any) -> np.ndarray:
-    """Linear RGB (..., 3) to sRGB ``uint8`` (..., 3)."""
-    a = np.asarray(linear, dtype=np.float32)
-    if a.ndim < 1 or a.shape[-1] != 3:
-        raise ValueError(f"expected linear RGB with a last axis of 3, got shape {a.shape}")
-    c = np.clip(np.nan_to_num(a, nan=0.0, posinf=1.0, neginf=0.0), np.float32(0), np.float32(1))
-    low = c * np.float32(12.92)
-    high = np.float32(1.055) * np.power(c, np.float32(1 / 2.4)) - np.float32(0.055)
-    s = np.clip(np.where(c <= np.float32(0.0031308), low, high), np.float32(0), np.float32(1))
-    return (s * np.float32(255) + np.float32(0.5)).astype(np.uint8)
 
 
 @functools.lru_cache(maxsize=1)
 def _tonemap_kernel() -> Any:
     import cupy
 
-    return cupy.RawKernel(TONEMAP_SOURCE, "tonemap_srgb8", options=("--use_fast_math",))
+    return cupy.RawKernel(TONEMAP_SOURCE, "tonemap_srgb8", options=("--use_fast_math", f"-I{kernels_dir()}"))
 
 
 def tonemap_device(linear: Any, out: Any, stream: Any) -> None:
@@ -76,9 +58,3 @@ def tonemap_device(linear: Any, out: Any, stream: Any) -> None:
         raise ValueError("tonemap_device needs C-contiguous arrays")
     n = linear.size // 4
     _tonemap_kernel()(((n + 255) // 256,), (256,), (linear, out, np.uint32(n)), stream=as_cupy_stream(stream))
-
-
-def srgb_to_linear(codes: Any, scale: float = 255.0) -> np.ndarray:
-    """The inverse curve: sRGB codes (8-bit by default; ``scale`` is the code of 1) to linear float32."""
-    s = np.clip(np.asarray(codes, dtype=np.float64) / scale, 0.0, 1.0)
-    return np.where(s <= 0.04045, s / 12.92, ((s + 0.055) / 1.055) ** 2.4).astype(np.float32)

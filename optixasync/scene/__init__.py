@@ -6,8 +6,9 @@ Plain host-side data (numpy); :class:`optixasync.render.PathTracer` turns a
 
 from __future__ import annotations
 
+from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, bsdf_index, register_bsdf
 from ._camera import DEFAULT_FOV, Camera
-from ._cloth import ClothAnimation, cloth_indices
+from ._cloth import CLOTH_WAVES, ClothAnimation, cloth_indices
 from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
 from ._environment import ENVIRONMENT_SUFFIXES, Environment, load_environment
 from ._frames import framing_camera, generate_tangents
@@ -21,6 +22,7 @@ from ._gltf import (
     load_scene,
     read_gltf,
 )
+from ._lights import DirectionalLight, PointLight, SpotLight
 from ._load import (
     MESH_SUFFIXES,
     check_mesh_path,
@@ -30,7 +32,7 @@ from ._load import (
     load_into_cornell_box,
     load_mesh,
 )
-from ._material import ALPHA_MODES, BSDF_TYPES, Material
+from ._material import ALPHA_MODES, Material
 from ._materials_scene import (
     COPPER_ETA,
     COPPER_K,
@@ -73,7 +75,12 @@ __all__ = [
     "load_scene",
     "read_gltf",
     "ALPHA_MODES",
-    "BSDF_TYPES",
+    "BsdfFamily",
+    "MATERIAL_PARAMS",
+    "bsdf_index",
+    "bsdf_families",
+    "bsdf_family",
+    "register_bsdf",
     "ENVIRONMENT_SUFFIXES",
     "Environment",
     "TEXTURE_FILTERS",
@@ -89,8 +96,12 @@ __all__ = [
     "CORNELL_TRANSFORMS",
     "Camera",
     "ClothAnimation",
+    "CLOTH_WAVES",
     "DEFAULT_FOV",
     "Material",
+    "PointLight",
+    "SpotLight",
+    "DirectionalLight",
     "Mesh",
     "Scene",
     "check_mesh_path",

@@ -1,26 +1,17 @@
-"""An animated scene for the asynchronous pipeline: a rippling cloth hanging in the Cornell box.
+"""An animated scene for the asynchronous pipeline: a rippling cloth hanging in the Cornell box (host data).
 
 The cloth is a grid of ``cells x cells`` quads (``2 * cells**2`` triangles;
 708 cells give 1,002,528) hung from a rod under the ceiling. Its vertex
-positions are a closed-form function of time, computed on the GPU by a CUDA
-kernel launched on the caller's stream and written straight into the path
-tracer's vertex buffer; the acceleration structure is then refitted on the
-same stream. The same formula is evaluated in numpy by
-:meth:`ClothAnimation.positions` (the initial mesh and the tests' reference).
-
-Blocking calls
---------------
-* The first :meth:`ClothAnimation.write` (or ``update``) compiles the kernel
-  with NVRTC and loads it (set-up time, once per process); later calls only
-  enqueue work.
-Everything else enqueues asynchronous work on the given stream.
+positions are a closed-form function of time: :meth:`ClothAnimation.positions`
+evaluates it in numpy (the initial mesh and the tests' reference), and the
+renderer's frame update :class:`optixasync.render.ClothMotion` evaluates the
+same formula (:data:`CLOTH_WAVES`) on the GPU, into the renderer's vertex
+buffer, and refits the structure, on the frame's stream.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from string import Template
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,46 +19,17 @@ import numpy as np
 if TYPE_CHECKING:
     from optixasync.scene import Material, Mesh, Scene
 
-__all__ = ["CLOTH_SOURCE", "ClothAnimation", "cloth_indices"]
+__all__ = ["CLOTH_WAVES", "ClothAnimation", "cloth_indices"]
 
-#: The wave constants shared by the kernel and the numpy reference.
+#: The wave constants shared by the GPU kernel and the numpy reference.
 _K1, _W1, _V1 = 7.0, 2.1, 2.5  # main wave: across the cloth, moving sideways, tilted downwards
 _K2, _W2, _V2 = 11.0, 1.3, 4.0  # a second, smaller wave running the other way
 _PLEATS = 8.0  # folds across the width
 _SWAY_RATE = 0.9
+#: The same constants by name, for the GPU kernel of :class:`optixasync.render.ClothMotion`.
+CLOTH_WAVES = {"K1": _K1, "W1": _W1, "V1": _V1, "K2": _K2, "W2": _W2, "V2": _V2, "PLEATS": _PLEATS,
+               "SWAY": _SWAY_RATE}
 
-#: CUDA source of the vertex kernel (compiled by CuPy's NVRTC on first use).
-CLOTH_SOURCE = Template(r"""
-extern "C" __global__ void cloth_positions(float* out, int cells, float t, float width, float height, float top,
-                                           float depth, float amplitude, float pleat, float sway) {
-    const int n = cells + 1;
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= n * n) return;
-    const int i = k % n;        // column: x grows with i
-    const int j = k / n;        // row: 0 at the rod, cells at the hem
-    const float u = (float)i / (float)cells;
-    const float s = (float)j / (float)cells;
-    const float x0 = width * (u - 0.5f);
-    // The rod holds the top row still; the waves and the sway grow towards the hem.
-    const float wave = sinf($K1 * x0 - $W1 * t + $V1 * s)
-                     + 0.5f * sinf($K2 * x0 + $W2 * t - $V2 * s);
-    const float folds = pleat * cosf($PLEATS * 3.14159265f * u) * (1.0f - 0.5f * s);
-    float x = x0 + sway * s * s * sinf($SWAY * t);
-    float y = top - height * s;
-    float z = depth + amplitude * s * wave + folds;
-    // Never leave the room, whatever the parameters (the walls are at +-1).
-    x = fminf(fmaxf(x, -0.98f), 0.98f);
-    y = fminf(fmaxf(y, -0.98f), 0.98f);
-    z = fminf(fmaxf(z, -0.98f), 0.98f);
-    float* p = out + 3 * (size_t)k;  // 64-bit offset: 3 * k overflows an int past ~715M vertices
-    p[0] = x;
-    p[1] = y;
-    p[2] = z;
-}
-""").substitute({name: f"{value!r}f" for name, value in {
-    "K1": _K1, "W1": _W1, "V1": _V1, "K2": _K2, "W2": _W2, "V2": _V2, "PLEATS": _PLEATS, "SWAY": _SWAY_RATE}.items()})
-
-_BLOCK = 256
 _LIMIT = 0.98  # how close to a wall (at +-1) the cloth may come
 _MAX_CELLS = 46339  # (cells + 1)**2 vertices must stay below 2**31
 
@@ -210,53 +172,20 @@ class ClothAnimation:
         self.mesh_index = matches[-1] if matches else len(scene.meshes) - 1
         return scene
 
-    # -- GPU ---------------------------------------------------------------------------
-    def write(self, out: Any, t: float, stream: Any) -> None:
-        """Enqueue the kernel writing the vertices at time ``t`` into ``out`` on ``stream``.
-
-        Parameters
-        ----------
-        out : cupy.ndarray
-            float32, C-contiguous, shape ``((cells + 1)**2, 3)``.
-        t : float
-            Time in seconds.
-        stream : StreamLike
-            A non-blocking stream (never the legacy default stream).
+    def kernel_arguments(self, t: float) -> tuple[Any, ...]:
+        """The shape parameters the GPU kernel takes after the output array: cells, t, width, ..., sway (numpy
+        scalars of the kernel's types).
 
         Raises
         ------
         ValueError
-            If ``out`` has another shape, dtype or layout, or ``t`` is not finite.
+            If ``t`` is not finite.
         """
-        import cupy
-
-        from optixasync.cuda import as_cupy_stream
-
-        if not isinstance(out, cupy.ndarray):
-            raise TypeError(f"out must be a cupy.ndarray, got {type(out).__name__}")
-        if out.shape != (self.num_vertices, 3) or out.dtype != np.float32 or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous float32 array of shape ({self.num_vertices}, 3) "
-                             f"for {self.cells} cells, got {out.dtype} {out.shape}")
         if not math.isfinite(t):
             raise ValueError(f"t must be finite, got {t}")
-        launch_stream = as_cupy_stream(stream)  # rejects the legacy default stream
-        n = self.num_vertices
-        args = (out, np.int32(self.cells), np.float32(t), np.float32(self.width), np.float32(self.height),
+        return (np.int32(self.cells), np.float32(t), np.float32(self.width), np.float32(self.height),
                 np.float32(self.top), np.float32(self.depth), np.float32(self.amplitude), np.float32(self.pleat),
                 np.float32(self.sway))
-        # An explicit stream: CuPy's current stream (the legacy default one unless set) is never used.
-        _kernel()(((n + _BLOCK - 1) // _BLOCK,), (_BLOCK,), args, stream=launch_stream)
-
-    def update(self, tracer: Any, t: float, stream: Any) -> None:
-        """Move the cloth of ``tracer``'s scene to time ``t``: new vertices, then a refit, both on ``stream``.
-
-        ``tracer`` is a :class:`~optixasync.render.PathTracer` built from :meth:`scene`
-        (the cloth's vertex buffer is ``tracer.vertices(mesh_index)``).
-        """
-        if self.mesh_index is None:
-            raise RuntimeError("ClothAnimation.update needs the scene made by ClothAnimation.scene()")
-        self.write(tracer.vertices(self.mesh_index, stream), t, stream)  # ordered after the tracer's set-up
-        tracer.refit(stream)
 
     def __repr__(self) -> str:
         return f"<ClothAnimation {self.cells}x{self.cells} cells, {self.num_triangles} triangles>"
@@ -266,10 +195,3 @@ def _default_material() -> Material:
     from optixasync.scene import Material
 
     return Material(reflectance=(0.8, 0.8, 0.8), two_sided=True)
-
-
-@functools.lru_cache(maxsize=1)
-def _kernel() -> Any:
-    import cupy
-
-    return cupy.RawKernel(CLOTH_SOURCE, "cloth_positions")

@@ -1,9 +1,10 @@
 """Materials: which BSDF a surface has, its parameters and textures, and its emission.
 
-A :class:`Material` names one BSDF family (:data:`BSDF_TYPES`) and the
-parameters that family reads; the others are ignored. The families and their
-parameters follow the reference renderer (Mitsuba 3) where it has the same
-model, and glTF 2.0 for ``"metallic_roughness"``:
+A :class:`Material` names one BSDF family (a registered
+:class:`~optixasync.scene.BsdfFamily`, :func:`~optixasync.scene.bsdf_families`)
+and the parameters that family reads; the others are ignored. The built-in
+families and their parameters follow the reference renderer (Mitsuba 3)
+where it has the same model, and glTF 2.0 for ``"metallic_roughness"``:
 
 =====================  ========================================================================================
 ``"diffuse"``          Lambertian; ``reflectance`` is the albedo.
@@ -24,21 +25,25 @@ Textures multiply their factor (glTF's convention): ``reflectance_texture``
 ``metallic_roughness_texture`` (glTF: green times ``roughness``, blue times
 ``metallic``), ``emission_texture`` (rgb times ``emission``) and a
 tangent-space ``normal_texture`` (scaled by ``normal_scale``).
+
+A registered family of one's own reads the named fields it needs and any
+parameters of its own, given as ``parameters={...}`` and checked by its
+descriptor.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import bsdfs as _builtin_families  # noqa: F401 (registers the built-in families first)
+from ._bsdf import bsdf_family
 from ._texture import Texture
 
-__all__ = ["ALPHA_MODES", "BSDF_TYPES", "Material", "triple"]
-
-#: The BSDF families, in the order of the kernel's ``BsdfType``.
-BSDF_TYPES = ("diffuse", "conductor", "dielectric", "plastic", "metallic_roughness")
+__all__ = ["ALPHA_MODES", "Material", "triple"]
 #: glTF's alpha modes: ``"opaque"`` ignores opacity; ``"mask"`` cuts out where it is below ``alpha_cutoff``;
 #: ``"blend"`` is rendered as a stochastic mask (a ray passes with probability 1 - opacity).
 ALPHA_MODES = ("opaque", "mask", "blend")
@@ -81,7 +86,7 @@ class Material:
         its own side's normal. Dielectrics are always two-sided; emission
         stays one-sided.
     bsdf : str
-        One of :data:`BSDF_TYPES`.
+        The name of a registered BSDF family (:func:`~optixasync.scene.bsdf_families`).
     alpha : float in [0, 1]
         GGX roughness of ``conductor``, ``dielectric`` and ``plastic`` (0:
         smooth; ``plastic`` needs > 0).
@@ -101,6 +106,9 @@ class Material:
     reflectance_texture, metallic_roughness_texture, emission_texture, normal_texture : Texture or None
     normal_scale : float
         Scales the normal map's x and y (glTF's ``normalTexture.scale``).
+    parameters : dict of str to float
+        The family's own parameters, beyond the named fields (checked and completed with their defaults by
+        the family's descriptor; stored as sorted (name, value) pairs). The built-in families have none.
     name : str
 
     Raises
@@ -131,14 +139,17 @@ class Material:
     emission_texture: Texture | None = None
     normal_texture: Texture | None = None
     normal_scale: float = 1.0
+    parameters: Any = ()
     name: str = ""
 
     def __post_init__(self) -> None:
         label = f"material {self.name!r}" if self.name else "material"
         if not isinstance(self.name, str):
             raise TypeError(f"material name must be a str, got {type(self.name).__name__}")
-        if self.bsdf not in BSDF_TYPES:
-            raise ValueError(f"{label}: bsdf must be one of {BSDF_TYPES}, got {self.bsdf!r}")
+        try:
+            family = bsdf_family(self.bsdf)
+        except ValueError as exc:
+            raise ValueError(f"{label}: {exc}") from None
         if self.alpha_mode not in ALPHA_MODES:
             raise ValueError(f"{label}: alpha_mode must be one of {ALPHA_MODES}, got {self.alpha_mode!r}")
         if not isinstance(self.two_sided, bool):
@@ -169,18 +180,19 @@ class Material:
         for field_name in ("int_ior", "ext_ior"):
             if not scalars[field_name] > 0.0:
                 raise ValueError(f"{label}: {field_name} must be > 0, got {scalars[field_name]}")
-        if self.bsdf == "plastic" and scalars["alpha"] <= 0.0:
-            raise ValueError(f"{label}: a plastic needs alpha > 0 (its coating is a rough dielectric), got 0")
-        if self.bsdf == "plastic" and scalars["int_ior"] == scalars["ext_ior"]:
-            raise ValueError(f"{label}: a plastic needs int_ior != ext_ior (a coating of the same index is no "
-                             f"coating), got {scalars['int_ior']} for both")
-        if self.bsdf == "conductor" and not any(v > 0.0 for v in (*eta, *k)):
-            raise ValueError(f"{label}: a conductor needs eta or k > 0 in some channel, got eta {eta} and k {k}")
         self._check_textures(label, emission)
+        given = self.parameters
+        if not isinstance(given, Mapping):
+            try:
+                given = dict(given)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"{label}: parameters must be a dict of name to number, got {self.parameters!r}") from exc
+        parameters = family.resolve_parameters(given, label)
         # Frozen: normalise through object.__setattr__ so equal materials compare and hash equal.
         for field_name, value in (("reflectance", reflectance), ("emission", emission), ("eta", eta), ("k", k),
-                                  *scalars.items()):
+                                  ("parameters", parameters), *scalars.items()):
             object.__setattr__(self, field_name, value)
+        family.check(self, label)  # the family's own rules, on the normalised values
 
 
     def _check_textures(self, label: str, emission: tuple[float, float, float]) -> None:
@@ -215,5 +227,10 @@ class Material:
 
     @property
     def transmits(self) -> bool:
-        """Whether light passes through the surface (a dielectric)."""
-        return self.bsdf == "dielectric"
+        """Whether light passes through the surface (its family transmits: a dielectric)."""
+        return bsdf_family(self.bsdf).transmits
+
+    @property
+    def family_parameters(self) -> dict[str, float]:
+        """:attr:`parameters` as a dict."""
+        return dict(self.parameters)

@@ -1,8 +1,9 @@
-"""A scene: meshes and a camera. Plain host data; the renderer turns it into GPU structures."""
+"""A scene: meshes, lights and a camera. Plain host data; the renderer turns it into GPU structures."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ._camera import Camera
 from ._environment import Environment
@@ -25,6 +26,11 @@ class Scene:
     environment : Environment or None
         Light arriving from infinitely far away (a constant or an HDR map),
         seen by rays that leave the scene; None: black.
+    lights : list
+        Punctual lights (:class:`PointLight`, :class:`SpotLight`,
+        :class:`DirectionalLight`, or a kind of one's own with a light type
+        registered in the renderer). Emissive meshes and the environment are
+        the scene's other light sources.
 
     Raises
     ------
@@ -35,9 +41,11 @@ class Scene:
     meshes: list[Mesh] = field(default_factory=list)
     camera: Camera = field(default_factory=lambda: Camera((0.0, 0.0, 3.9), (0.0, 0.0, 0.0)))
     environment: Environment | None = None
+    lights: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.meshes = list(self.meshes)
+        self.lights = list(self.lights)
         for k, mesh in enumerate(self.meshes):
             if not isinstance(mesh, Mesh):
                 raise TypeError(f"scene mesh {k} must be a Mesh, got {type(mesh).__name__}")

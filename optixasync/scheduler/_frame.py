@@ -80,6 +80,10 @@ class Frame:
         (``stream=frame``), so the work is part of the frame's GPU time.
     handle : FrameHandle
         The future of this frame's result.
+    ctx : Context
+        The scheduler's context.
+    frames_in_flight : int
+        The scheduler's slot count (stages that keep state per slot size it by this).
     launched : bool
         Whether the frame has launched (its parameters are on their way).
     stats : FrameStats
@@ -92,6 +96,8 @@ class Frame:
         self.slot = slot.index
         self._slot = slot
         self.stream = scheduler.stream
+        self.ctx = scheduler.ctx
+        self.frames_in_flight = scheduler.frames_in_flight
         self.params = slot.params_view
         self.stats = stats
         self.handle = FrameHandle(index, scheduler)
@@ -146,17 +152,31 @@ class Frame:
         self._slot.params.push(self.stream)
         self.launched = True
 
-    def launch(self, pipeline: Any, sbt: Any, width: int, height: int = 1, depth: int = 1) -> None:
-        """Enqueue ``optixLaunch`` with this frame's parameters (copied to the device on the first launch)."""
+    def launch(self, pipeline: Any, sbt: Any, width: int, height: int = 1, depth: int = 1, *,
+               params: Any = None) -> None:
+        """Enqueue ``optixLaunch`` with this frame's parameters (copied to the device on the first launch).
+
+        ``params`` (a numpy value of the scheduler's ``params_dtype``) gives this launch parameters of its own
+        instead, uploaded through pinned staging and held until the frame retires: several launches of one
+        frame with different parameters (the samples of a still, launch after launch).
+        """
         self._check_recording()
         if self._slot.params is None:
             raise RuntimeError("this scheduler was created without params_dtype; it has no launch parameters")
         self._scheduler.ctx.require_own(pipeline, "the pipeline")
         with self._timed(), _nvtx.annotate("optixasync.launch"):
-            self._upload_params()
+            if params is None:
+                self._upload_params()
+                device = self._slot.params.device
+            else:
+                if params.dtype != self._scheduler.params_dtype:
+                    raise ValueError("the launch's params do not have the scheduler's params_dtype")
+                self.begin_gpu_work()
+                device = self._scheduler.ctx.upload(np.frombuffer(params.tobytes(), np.uint8), self.stream)
+                self.holds.append(device)
             start = time.perf_counter()
             pipeline.launch(
-                sbt, self._slot.params.device, width, height, depth, stream=self.stream,
+                sbt, device, width, height, depth, stream=self.stream,
                 params_size=self._scheduler.params_dtype.itemsize,
             )
             self.stats.launch_ms += (time.perf_counter() - start) * 1e3

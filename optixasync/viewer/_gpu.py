@@ -1,9 +1,11 @@
-"""The GPU frame source of ``optixasync view``: the path tracer, progressive, through the frame scheduler.
+"""The GPU frame source of ``optixasync view`` and the notebook widget: a render pipeline, progressive.
 
-:class:`PathTracerSource` runs a render loop on a thread of its own. Each
-iteration reads the viewer's state, restarts the accumulation when the
-camera or the settings changed, records one frame (``spp`` samples,
-denoised on the frame's stream when asked) and lets the scheduler run up to
+:class:`PathTracerSource` runs a render loop on a thread of its own over a
+:class:`~optixasync.render.RenderPipeline` (with the denoise and tonemap
+stages when OIDN works). Each iteration reads the viewer's state, restarts
+the accumulation when the camera or the settings changed, records one frame
+of the pipeline's scheduler (``spp`` samples, denoised on the frame's stream
+when asked: the stages run or not) and lets the scheduler run up to
 ``frames_in_flight`` frames ahead. A frame's image reaches the viewer from
 the scheduler's completion thread as a zero-copy view of the frame's pinned
 readback buffer (``sink.publish`` is O(1)); the viewer holds it while it
@@ -15,10 +17,10 @@ Blocking calls
   frame of a size compiles the kernel and builds the scene (set-up).
 * ``denoise_available=None`` asks :func:`~optixasync.denoise.available_denoisers`,
   which creates and releases an OIDN device per backend (set-up).
-* Each image size gets its own pipeline: a new tracer and scheduler, and,
-  when OIDN works, a denoiser (OIDN's CUDA device; its filter is committed
-  on the first denoised frame of each slot, which allocates device memory
-  and may synchronize the device). Changing the size closes the old
+* Each image size gets its own pipeline (its tables, program, scheduler
+  and, when OIDN works, its denoise stage: OIDN's CUDA device; its filter is
+  committed on the first denoised frame of each slot, which allocates device
+  memory and may synchronize the device). Changing the size closes the old
   pipeline (its frames are waited for) and frees the pinned blocks of the
   old size (``cuMemFreeHost``), so a page that tries many sizes does not
   pile up pinned memory.
@@ -46,28 +48,17 @@ _log = logging.getLogger("optixasync.viewer")
 MAX_SAMPLES = 16384
 
 
-class _Pipeline:
-    """Tracer, scheduler and denoiser of one image size."""
+def _pipeline(ctx: Any, scene: Any, width: int, height: int, frames_in_flight: int, denoise: bool) -> Any:
+    """The render pipeline of one image size: the sRGB image, denoised by its stages when ``denoise``."""
+    from optixasync.render import RenderOptions, RenderPipeline, Tonemap
 
-    def __init__(self, ctx: Any, scene: Any, width: int, height: int, frames_in_flight: int, denoise: bool) -> None:
-        from optixasync.render import PathTracer, RenderOptions
-        from optixasync.scheduler import FrameScheduler
+    stages = []
+    if denoise:
+        from optixasync.denoise import Denoise
 
-        self.size = (width, height)
-        self.tracer = PathTracer(ctx, scene, RenderOptions(width=width, height=height))
-        self.sched = FrameScheduler(ctx, frames_in_flight, params_dtype=self.tracer.params_dtype,
-                                    stream=self.tracer.stream, options={"keep_results": False})
-        self.denoiser: Any = None
-        if denoise:
-            from optixasync.denoise import FrameDenoiser
-
-            self.denoiser = FrameDenoiser(self.tracer, self.sched.stream, frames_in_flight=frames_in_flight)
-
-    def close(self) -> None:
-        self.sched.close()
-        if self.denoiser is not None:
-            self.denoiser.close()
-        self.tracer.close()
+        stages = [Denoise(), Tonemap("denoised")]
+    return RenderPipeline(ctx, scene, RenderOptions(width=width, height=height), stages=stages,
+                          frames_in_flight=frames_in_flight, scheduler_options={"keep_results": False})
 
 
 class PathTracerSource(SourceThread):
@@ -126,7 +117,7 @@ class PathTracerSource(SourceThread):
 
     # -- the loop -----------------------------------------------------------------------------------------------
     def _run(self, sink: FrameSink) -> None:
-        pipeline: _Pipeline | None = None
+        pipeline: Any = None
         version = -1
         shown_denoise: bool | None = None  # whether the newest recorded frame was denoised
         fps, last = 0.0, time.perf_counter()
@@ -138,19 +129,19 @@ class PathTracerSource(SourceThread):
                 view = sink.state.snapshot()
                 settings = view.settings
                 denoise = settings.denoise and self.denoise_available
-                if pipeline is None or pipeline.size != (settings.width, settings.height):
+                size = (settings.width, settings.height)
+                if pipeline is None or (pipeline.options.width, pipeline.options.height) != size:
                     if pipeline is not None:
                         pipeline.close()
                         self.ctx.pinned.release()  # the old size's readback blocks: no frame holds them now
-                    # the denoiser is made whenever OIDN works, so that the page's switch needs no rebuild
-                    pipeline = _Pipeline(self.ctx, self.scene, settings.width, settings.height,
+                    # the denoise stages are there whenever OIDN works, so that the page's switch needs no rebuild
+                    pipeline = _pipeline(self.ctx, self.scene, settings.width, settings.height,
                                          self.frames_in_flight, self.denoise_available)
                     version = -1
-                tracer = pipeline.tracer
                 if view.version != version:
-                    self._apply(tracer, view)
+                    self._apply(pipeline, view)
                     version = view.version
-                if tracer.samples_done >= MAX_SAMPLES and denoise == shown_denoise:
+                if pipeline.samples_done >= MAX_SAMPLES and denoise == shown_denoise:
                     # converged and shown as asked: wait for a change instead of spinning
                     sink.state.wait_for_change(view.version, timeout=0.05)
                     continue
@@ -167,23 +158,19 @@ class PathTracerSource(SourceThread):
                 pipeline.close()
 
     @staticmethod
-    def _apply(tracer: Any, view: ViewState) -> None:
-        """Give the tracer the view's camera and depth (either restarts the accumulation when it changed)."""
-        tracer.camera = to_scene_camera(view.camera)
-        if tracer.options.max_depth != view.settings.max_depth:
-            tracer.options = dataclasses.replace(tracer.options, max_depth=view.settings.max_depth)
+    def _apply(pipeline: Any, view: ViewState) -> None:
+        """Give the pipeline the view's camera and depth (either restarts the accumulation when it changed)."""
+        pipeline.camera = to_scene_camera(view.camera)
+        if pipeline.options.max_depth != view.settings.max_depth:
+            pipeline.options = dataclasses.replace(pipeline.options, max_depth=view.settings.max_depth)
 
-    def _record(self, pipeline: _Pipeline, sink: FrameSink, view: ViewState, denoise: bool, fps: float) -> None:
-        sched, tracer = pipeline.sched, pipeline.tracer
-        spp = view.settings.spp
+    def _record(self, pipeline: Any, sink: FrameSink, view: ViewState, denoise: bool, fps: float) -> None:
+        sched = pipeline.scheduler
         with sched.frame() as f:
-            if pipeline.denoiser is not None:
-                pipeline.denoiser.record(f, spp, denoise=denoise)
-            else:
-                tracer.record(f, spp)
+            pipeline.record(f, view.settings.spp, stages=denoise)
         self.loops += 1
         frame_id = self.loops  # increasing across image sizes (a new scheduler counts its frames from 0)
-        samples = tracer.samples_done
+        samples = pipeline.samples_done
         in_flight = sched.in_flight
 
         def deliver(handle: Any) -> None:  # on the completion thread: O(1), the image is a view of pinned memory

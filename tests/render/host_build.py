@@ -59,3 +59,96 @@ def aligned(array: np.ndarray, alignment: int = 16) -> np.ndarray:
     out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
     out[...] = array
     return out
+
+
+def build_pathtracer_library(build: Path, variants=(0, 1, 15), families=None, types=None) -> ctypes.CDLL:
+    """The host build of the path tracer's generated program (the registered families and types by default).
+
+    ``oa_host_launch(params, triangle counts, mesh count, threads, variant)`` runs the raygen of ``variant`` (an
+    ``OUTPUT_*`` mask among ``variants``).
+    """
+    from optixasync.render._source import pathtracer_source
+
+    build = Path(build)
+    build.mkdir(parents=True, exist_ok=True)
+    source = pathtracer_source(variants, families, types, host=True)
+    (build / "program.cu").write_text(source.text)
+    lib = build_host_library("pathtracer_host.cpp", build, '-DOA_PROGRAM_SOURCE="program.cu"', f"-I{build}",
+                             *(f"-I{d}" for d in source.include_dirs))
+    lib.oa_host_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint]
+    lib.oa_host_launch.restype = ctypes.c_int
+    return lib
+
+
+#: ``HostTexture`` of pathtracer_host.cpp: texels pointer, width, height, wrap u, wrap v, nearest.
+HOST_TEXTURE = np.dtype({"names": ["texels", "width", "height", "wrap_u", "wrap_v", "nearest"],
+                         "formats": ["<u8", "<i4", "<i4", "<i4", "<i4", "<i4"],
+                         "offsets": [0, 8, 12, 16, 20, 24], "itemsize": 32})
+WRAPS = {"repeat": 0, "clamp": 1, "mirror": 2}
+
+
+class HostPlacement:
+    """The scene tables' placement of the host build: aligned host copies, host textures, numpy environment tables.
+
+    What the device placement uploads is kept here in host arrays; the kernel reads them through the same
+    records, which the library's own table code (``optixasync.render._tables``) builds.
+    """
+
+    def __init__(self) -> None:
+        self.keep: list[np.ndarray] = []  # everything a record points into
+        self._shared: dict[int, np.ndarray] = {}
+
+    def _keep(self, array: np.ndarray) -> np.ndarray:
+        array = aligned(np.ascontiguousarray(array))
+        self.keep.append(array)
+        return array
+
+    def upload(self, array: np.ndarray, name: str) -> int:
+        return self._keep(array).ctypes.data
+
+    def mesh_array(self, array, name: str, dtype, shared: bool) -> np.ndarray:
+        target = np.float32 if dtype is np.float32 else np.uint32  # indices read as unsigned, as on the device
+        if shared and id(array) in self._shared:
+            return self._shared[id(array)]
+        placed = self._keep(np.asarray(array, target))
+        if shared:
+            self._shared[id(array)] = placed
+        return placed
+
+    def address(self, placed: np.ndarray) -> int:
+        return placed.ctypes.data
+
+    def host_copy(self, placed: np.ndarray, original) -> np.ndarray:
+        return placed
+
+    def textures(self, textures):
+        from optixasync.io import srgb_to_linear
+        from optixasync.render._textures import texel_data
+
+        handles: dict[int, int] = {}
+        for texture in textures:
+            if id(texture) in handles:
+                continue
+            data, srgb = texel_data(texture)
+            scale = 255.0 if data.dtype == np.uint8 else 65535.0 if data.dtype == np.uint16 else 1.0
+            texels = data.astype(np.float32) / scale
+            if srgb:
+                texels[..., :3] = srgb_to_linear(texels[..., :3], 1.0)
+            record = np.zeros((), HOST_TEXTURE)
+            record["texels"] = self.upload(np.ascontiguousarray(texels, np.float32), "texels")
+            record["height"], record["width"] = texels.shape[:2]
+            record["wrap_u"], record["wrap_v"] = WRAPS[texture.wrap[0]], WRAPS[texture.wrap[1]]
+            record["nearest"] = int(texture.filter == "nearest")
+            handles[id(texture)] = self.upload(np.atleast_1d(record), "texture")
+        return lambda texture: 0 if texture is None else handles[id(texture)]
+
+    def environment(self, environment) -> int:
+        from optixasync.render._environment import environment_record, environment_tables
+
+        pointers = (0, 0, 0)
+        if environment.image is not None:
+            pointers = tuple(self.upload(a, "environment table") for a in environment_tables(environment.image))
+        return self.upload(np.atleast_1d(environment_record(environment, *pointers)), "environment")
+
+    def ready(self):
+        return None

@@ -10,8 +10,10 @@
 // kernel's own includes of it resolve to nothing, and compiles this file with -I on that copy. Whatever a header
 // uses from CUDA must be defined in cuda_host_shims.h, which comes before the #include of the kernel.
 //
-// Entry point: oa_host_launch(params, triangles per mesh, mesh count, threads) runs the raygen program for
-// every pixel of params.width x params.height, as optixLaunch would.
+// Entry point: oa_host_launch(params, triangles per mesh, mesh count, threads, variant) runs the raygen program of
+// the output variant (an OUTPUT_* mask) for every pixel of params.width x params.height, as optixLaunch would.
+// The program is the generated source (optixasync/render/_source.py, with its host entry oa_host_raygen), which
+// the test writes into the build folder and names with -DOA_PROGRAM_SOURCE; it includes pathtracer.cu.
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -105,7 +107,7 @@ inline float ray_tmax() { return state.tmax; }
 inline unsigned primitive_index() { return state.prim; }
 // The stand-in intersects every mesh record in world space, instance or not. As OptiX reports them: without
 // instances the record index is the build input of the one GAS; with instances it is the instance id, and every
-// instance's GAS has one build input (index 0). Set by oa_host_launch from params.instanced.
+// instance's GAS has one build input (index 0). Set by oa_host_launch from params.scene.instanced.
 inline bool host_instanced = false;
 inline unsigned sbt_gas_index() { return host_instanced ? 0u : state.gas_index; }
 inline unsigned instance_id() { return host_instanced ? state.gas_index : 0u; }
@@ -152,15 +154,17 @@ inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, fl
 
 #define OA_PROGRAM extern "C" void
 
-#include "pathtracer.cu"
+#include OA_PROGRAM_SOURCE
 
 extern "C" {
 PathTracerParams params;
 }
 
-static_assert(sizeof(PathTracerParams) == 176, "host layout of the launch parameters");
+static_assert(sizeof(PathTracerParams) == 192, "host layout of the launch parameters");
+static_assert(sizeof(SceneRecord) == 56, "host layout of the scene record");
+static_assert(sizeof(LightRecord) == 24, "host layout of a light record");
 static_assert(sizeof(MeshRecord) == 144, "host layout of a mesh record");
-static_assert(sizeof(MaterialRecord) == 216, "host layout of a material record");
+static_assert(sizeof(MaterialRecord) == 240, "host layout of a material record");
 static_assert(sizeof(EmitterTriangle) == 64 && alignof(EmitterTriangle) == 16, "host layout of an emitter");
 
 namespace {
@@ -185,7 +189,7 @@ static void world_corner(const MeshRecord& rec, unsigned i, double out[3]) {
 // The any-hit program's verdict on a candidate (cut-out meshes only; OptiX skips it for the others, which are
 // built with any-hit disabled).
 static bool accepted(unsigned mesh, unsigned prim, double t, double u, double v) {
-    if (!(params.meshes[mesh].flags & (MESH_ALPHA_MASK | MESH_ALPHA_BLEND))) return true;
+    if (!(params.scene.meshes[mesh].flags & (MESH_ALPHA_MASK | MESH_ALPHA_BLEND))) return true;
     oa::ThreadState saved = oa::state;
     oa::state.gas_index = mesh;
     oa::state.prim = prim;
@@ -205,7 +209,7 @@ bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* 
     bool found = false;
     const double ox = o.x, oy = o.y, oz = o.z, dx = d.x, dy = d.y, dz = d.z;
     for (unsigned m = 0; m < g_num_meshes; ++m) {
-        const MeshRecord& rec = params.meshes[m];
+        const MeshRecord& rec = params.scene.meshes[m];
         for (unsigned f = 0; f < g_triangle_counts[m]; ++f) {
             double a[3], b[3], c[3];
             world_corner(rec, rec.indices[3u * f], a);
@@ -243,20 +247,20 @@ bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* 
 }
 
 extern "C" int oa_host_launch(const void* launch_params, const unsigned* triangle_counts, unsigned num_meshes,
-                              unsigned threads) {
+                              unsigned threads, unsigned variant) {
     std::memcpy(&params, launch_params, sizeof(params));
-    oa::host_instanced = params.instanced != 0u;
+    oa::host_instanced = params.scene.instanced != 0u;
     g_triangle_counts = triangle_counts;
     g_num_meshes = num_meshes;
     const unsigned width = params.width, height = params.height;
     if (threads == 0u) threads = 1u;
     std::vector<std::thread> pool;
     for (unsigned k = 0; k < threads; ++k) {
-        pool.emplace_back([k, threads, width, height] {
+        pool.emplace_back([k, threads, width, height, variant] {
             for (unsigned y = k; y < height; y += threads) {
                 for (unsigned x = 0; x < width; ++x) {
                     oa::state.index = make_uint3(x, y, 0u);
-                    __raygen__pathtrace();
+                    oa_host_raygen(variant);
                 }
             }
         });

@@ -17,26 +17,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from host_build import aligned, build_host_library, compiler
+from host_build import HostPlacement, aligned, build_pathtracer_library, compiler
 
-from optixasync.render import (
-    PATH_PARAMS,
-    RenderOptions,
-    build_emitter_table,
-    environment_record,
-    environment_tables,
-    fill_params,
-    material_record,
-    mesh_records,
-    srgb_to_linear,
-)
-from optixasync.render._device_scene import environment_probability
-from optixasync.render._params import plastic_table
-from optixasync.render._textures import texel_data
+from optixasync.io import srgb_to_linear
+from optixasync.render import RenderOptions, check_scene
+from optixasync.render._layout import PATH_PARAMS
+from optixasync.render._params import fill_params
+from optixasync.render._tables import SceneTables
 from optixasync.scene import Camera, Material, Mesh, Scene, cornell_box, rectangle, sphere
 
 HERE = Path(__file__).resolve().parent
 THREADS = max(1, min(16, os.cpu_count() or 1))
+#: The output variants of the host build: none (a still's launch), the image, and every output.
+PLAIN, IMAGE, ALL = 0, 1, 15
 
 
 def load_reference():
@@ -50,93 +43,44 @@ def load_reference():
 def host_kernel(tmp_path_factory):
     if compiler() is None:
         pytest.skip("no C++ compiler (c++, g++ or clang++) to build the host version of the kernel")
-    lib = build_host_library("pathtracer_host.cpp", tmp_path_factory.mktemp("pathtracer_host"))
-    lib.oa_host_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
-    lib.oa_host_launch.restype = ctypes.c_int
-    return lib
-
-
-#: ``HostTexture`` of pathtracer_host.cpp: texels pointer, width, height, wrap u, wrap v, nearest.
-HOST_TEXTURE = np.dtype({"names": ["texels", "width", "height", "wrap_u", "wrap_v", "nearest"],
-                         "formats": ["<u8", "<i4", "<i4", "<i4", "<i4", "<i4"],
-                         "offsets": [0, 8, 12, 16, 20, 24], "itemsize": 32})
-WRAPS = {"repeat": 0, "clamp": 1, "mirror": 2}
+    return build_pathtracer_library(tmp_path_factory.mktemp("pathtracer_host"), (PLAIN, IMAGE, ALL))
 
 
 class HostTracer:
-    """Builds the kernel's inputs with the library's host code and launches the host kernel.
+    """The library's own scene tables, placed in host memory, and launches of the host kernel over them.
 
-    What the device scene uploads is kept here in host arrays (the kernel reads them through the same records):
-    vertices, indices, per-vertex attributes, materials, plastic tables, textures (linear float RGBA, decoded
-    like the texture unit would) and the environment's tables.
+    The tables are built by the code the device uses (``SceneTables``) through a host placement; the launch
+    parameters by the same ``fill_params``. Outputs beside the image are kept in host arrays.
     """
 
     def __init__(self, lib, scene: Scene, options: RenderOptions) -> None:
-        self.lib, self.scene, self.options = lib, scene, options
-        self.keep: list[np.ndarray] = []  # everything a record points into
-        self.vertices = [np.array(m.vertices, np.float32, order="C") for m in scene.meshes]  # copies, like an upload
-        self.indices = [np.ascontiguousarray(m.indices, np.uint32) for m in scene.meshes]
-        self.table = build_emitter_table(scene.meshes)
-        self.environment = self._environment(scene.environment)
-        self.environment_probability = environment_probability(scene, self.table)
-        selected = self.table.selected(1.0 - self.environment_probability)
-        self.entries = aligned(selected) if len(self.table) else None
-        attributes = [tuple(0 if a is None else self._pointer(np.ascontiguousarray(a, np.float32))
-                            for a in (m.normals, m.uvs, m.tangents)) for m in scene.meshes]
-        self.records = aligned(mesh_records(scene, [v.ctypes.data for v in self.vertices],
-                                            [i.ctypes.data for i in self.indices], self.table.offsets,
-                                            [self._material(m.material) for m in scene.meshes], attributes))
+        self.lib, self.scene, self.options = lib, check_scene(scene), options
+        self.placement = HostPlacement()
+        self.tables = SceneTables(scene, self.placement)
+        self.record = self.tables.record.copy()
+        self.record["handle"] = 1  # the stand-in traces every mesh record; there is no structure
+        self.table = self.tables.lights.emitters
         self.counts = np.array([m.num_triangles for m in scene.meshes], np.uint32)
-        self.accum = aligned(np.zeros((options.height, options.width, 4), np.float32))
-        self.image = aligned(np.zeros((options.height, options.width, 4), np.uint8))
+        h, w = options.height, options.width
+        self.accum = aligned(np.zeros((h, w, 4), np.float32))
+        self.image = aligned(np.zeros((h, w, 4), np.uint8))
+        self.sums = aligned(np.zeros((h, w, 2, 4), np.float32))
+        self.outputs = {name: aligned(np.zeros((h, w, 4), np.float32)) for name in ("radiance", "albedo", "normal")}
 
-    def _pointer(self, array: np.ndarray) -> int:
-        array = aligned(array)
-        self.keep.append(array)
-        return array.ctypes.data
-
-    def _texture(self, texture) -> int:
-        if texture is None:
-            return 0
-        data, srgb = texel_data(texture)
-        texels = data.astype(np.float32) / (255.0 if data.dtype == np.uint8 else 65535.0 if data.dtype == np.uint16
-                                            else 1.0)
-        if srgb:
-            texels[..., :3] = srgb_to_linear(texels[..., :3], 1.0)
-        record = np.zeros((), HOST_TEXTURE)
-        record["texels"] = self._pointer(np.ascontiguousarray(texels, np.float32))
-        record["height"], record["width"] = texels.shape[:2]
-        record["wrap_u"], record["wrap_v"] = WRAPS[texture.wrap[0]], WRAPS[texture.wrap[1]]
-        record["nearest"] = int(texture.filter == "nearest")
-        return self._pointer(np.atleast_1d(record))
-
-    def _material(self, material) -> int:
-        table = self._pointer(plastic_table(material)) if material.bsdf == "plastic" else 0
-        return self._pointer(np.atleast_1d(material_record(material, self._texture, table)))
-
-    def _environment(self, environment) -> int:
-        if environment is None:
-            return 0
-        pointers = (0, 0, 0)
-        if environment.image is not None:
-            tables = environment_tables(environment.image)
-            pointers = tuple(self._pointer(a) for a in tables)
-        return self._pointer(np.atleast_1d(environment_record(environment, *pointers)))
-
-    def launch(self, sample_offset: int, spp: int) -> None:
+    def launch(self, sample_offset: int, spp: int, variant: int = IMAGE) -> None:
         params = np.zeros((), PATH_PARAMS)
+        outputs = {}
+        if variant & 14:
+            outputs = {"aov_sums": self.sums.ctypes.data, **{k: v.ctypes.data for k, v in self.outputs.items()}}
         fill_params(params, options=self.options, camera=self.scene.camera, accum=self.accum.ctypes.data,
-                    image=self.image.ctypes.data, meshes=self.records.ctypes.data,
-                    emitters=self.entries.ctypes.data if self.entries is not None else 0,
-                    num_emitters=len(self.table), handle=1, sample_offset=sample_offset, spp=spp,
-                    environment=self.environment, environment_probability=self.environment_probability,
-                    instanced=bool(self.scene.instanced))
-        self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS)
+                    scene=self.record, sample_offset=sample_offset, spp=spp,
+                    image=self.image.ctypes.data if variant & IMAGE else 0, outputs=outputs)
+        self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS, variant)
 
-    def render(self, spp: int, per_launch: int | None = None) -> np.ndarray:
+    def render(self, spp: int, per_launch: int | None = None, variant: int = IMAGE) -> np.ndarray:
         per_launch = per_launch or spp
         for offset in range(0, spp, per_launch):
-            self.launch(offset, min(per_launch, spp - offset))
+            self.launch(offset, min(per_launch, spp - offset), variant)
         assert (self.accum[..., 3] == 0).all()  # no NaN/Inf sample
         return self.accum[..., :3] / np.float32(spp)
 

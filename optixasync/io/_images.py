@@ -1,7 +1,8 @@
-"""Writing rendered images: 8-bit sRGB PNG through Pillow, linear float EXR through OpenEXR.
+"""Image files: 8-bit sRGB PNG through Pillow, linear float EXR through OpenEXR, written atomically.
 
-EXR needs the optional ``openexr`` package (``pip install "optixasync[exr]"``),
-imported only when an ``.exr`` file is written. :class:`ImageWriter` encodes
+Every file is written under a temporary name beside its destination and
+renamed into place (:func:`atomic_write`): a process killed while writing
+leaves no half file, and readers never see one. :class:`ImageWriter` encodes
 files on worker threads so that a frame loop hands an image over and goes
 back to submitting frames.
 
@@ -11,6 +12,7 @@ Nothing here talks to CUDA: every function takes host (numpy) arrays.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -19,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["IMAGE_SUFFIXES", "ImageWriter", "check_image_path", "numbered_path", "srgb8", "write_image"]
+from ._exr import write_exr
+from ._srgb import srgb8
+
+__all__ = ["IMAGE_SUFFIXES", "ImageWriter", "atomic_write", "check_image_path", "numbered_path", "write_image"]
 
 #: Output suffixes :func:`write_image` understands.
 IMAGE_SUFFIXES = (".png", ".exr")
-
-_EXR_HINT = 'writing .exr files needs the OpenEXR Python package: pip install "optixasync[exr]"'
 
 
 def check_image_path(path: str | Path, allowed: tuple[str, ...] = IMAGE_SUFFIXES) -> Path:
@@ -48,24 +51,6 @@ def numbered_path(base: str | Path, index: int, digits: int = 4) -> Path:
     return base.with_name(f"{base.stem}_{int(index):0{digits}d}{base.suffix}")
 
 
-def srgb8(linear: Any) -> np.ndarray:
-    """Linear RGB(A) floats -> 8-bit sRGB with the path tracer's curve (alpha is kept linear, clipped to [0, 1]).
-
-    Parameters
-    ----------
-    linear : array_like, shape (H, W, 3) or (H, W, 4)
-    """
-    from ._tonemap import tonemap_srgb
-
-    linear = np.asarray(linear, dtype=np.float32)
-    _check_image_shape(linear)
-    rgb = tonemap_srgb(linear[..., :3])
-    if linear.shape[-1] == 3:
-        return rgb
-    alpha = np.clip(np.nan_to_num(linear[..., 3:], nan=0.0), 0.0, 1.0)
-    return np.concatenate([rgb, (alpha * 255.0 + 0.5).astype(np.uint8)], axis=-1)
-
-
 def _check_image_shape(image: np.ndarray) -> None:
     if image.ndim != 3 or image.shape[2] not in (3, 4) or image.shape[0] == 0 or image.shape[1] == 0:
         raise ValueError(f"expected an image of shape (H, W, 3) or (H, W, 4), got shape {image.shape}")
@@ -77,7 +62,7 @@ def write_image(path: str | Path, image: Any) -> Path:
     Parameters
     ----------
     path : str or Path
-        Destination; its folder is created if missing.
+        Destination; its folder is created if missing. Written under a temporary name, then renamed.
     image : numpy array, shape (H, W, 3) or (H, W, 4), row 0 at the top
         ``uint8`` is taken as sRGB-encoded (PNG only). Floating point is taken
         as linear RGB: a PNG gets :func:`srgb8` of it, an EXR the float32 values.
@@ -93,8 +78,8 @@ def write_image(path: str | Path, image: Any) -> Path:
         On an unsupported suffix, a bad shape, or 8-bit data for an EXR.
     TypeError
         On a dtype other than uint8 or floating point.
-    ImportError
-        For ``.exr`` when the OpenEXR package is missing (the message says what to install).
+    MissingExtraError
+        For ``.exr`` when the OpenEXR package is missing (the ``exr`` extra).
     """
     path = check_image_path(path)
     image = np.asarray(image)
@@ -102,10 +87,8 @@ def write_image(path: str | Path, image: Any) -> Path:
     if path.suffix.lower() == ".exr":
         if not np.issubdtype(image.dtype, np.floating):
             raise ValueError(f"an EXR stores linear floating-point pixels; got {image.dtype} (pass the linear image)")
-        openexr = _import_openexr()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_exr(openexr, path, np.ascontiguousarray(image, dtype=np.float32))
-        return path
+        pixels = np.ascontiguousarray(image, dtype=np.float32)
+        return atomic_write(path, lambda partial: write_exr(partial, pixels))
     if image.dtype == np.uint8:
         pixels = image
     elif np.issubdtype(image.dtype, np.floating):
@@ -114,36 +97,27 @@ def write_image(path: str | Path, image: Any) -> Path:
         raise TypeError(f"expected uint8 (sRGB) or floating-point (linear) pixels, got {image.dtype}")
     from PIL import Image
 
+    picture = Image.fromarray(np.ascontiguousarray(pixels), "RGBA" if pixels.shape[2] == 4 else "RGB")
+    return atomic_write(path, lambda partial: picture.save(partial, format="PNG"))
+
+
+def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
+    """``write(partial)`` to a temporary file beside ``path``, then rename it to ``path``; returns ``path``.
+
+    The folder is created if missing. On any failure the temporary file is removed and the error raised;
+    ``path`` is then untouched.
+    """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(np.ascontiguousarray(pixels), "RGBA" if pixels.shape[2] == 4 else "RGB").save(path)
+    partial = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.partial{path.suffix}")
+    try:
+        write(partial)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return path
 
-
-def _import_openexr() -> Any:
-    try:
-        import OpenEXR
-    except ImportError as exc:
-        raise ImportError(_EXR_HINT) from exc
-    return OpenEXR
-
-
-def _write_exr(openexr: Any, path: Path, image: np.ndarray) -> None:
-    names = "RGBA"[: image.shape[2]]
-    if hasattr(openexr, "File"):  # the numpy API of OpenEXR >= 3.3
-        header = {"compression": openexr.ZIP_COMPRESSION, "type": openexr.scanlineimage}
-        channels = {name: np.ascontiguousarray(image[..., i]) for i, name in enumerate(names)}
-        with openexr.File(header, channels) as exr:
-            exr.write(str(path))
-        return
-    import Imath  # the older API (OpenEXR 3.2), which ships Imath beside it
-
-    header = openexr.Header(image.shape[1], image.shape[0])
-    header["channels"] = {name: Imath.Channel(Imath.PixelType(Imath.PixelType.FLOAT)) for name in names}
-    exr = openexr.OutputFile(str(path), header)
-    try:
-        exr.writePixels({name: np.ascontiguousarray(image[..., i]).tobytes() for i, name in enumerate(names)})
-    finally:
-        exr.close()
 
 
 class ImageWriter:

@@ -1,0 +1,444 @@
+"""The render pipeline: from a scene to frames, through scene tables, an integrator and stages.
+
+:class:`RenderPipeline` owns the path from a :class:`~optixasync.scene.Scene`
+to images: the scene's device tables and structure (:class:`DeviceScene`),
+an integrator compiled for the outputs asked of it (``"path"`` by default),
+and the stages after each launch (tonemap, denoise, readback, file writing).
+Every launch goes through a frame of a :class:`~optixasync.FrameScheduler`:
+
+* :meth:`RenderPipeline.record` puts one launch (and the stages) into a frame
+  of any scheduler made with ``params_dtype=pipeline.params_dtype``;
+* :meth:`RenderPipeline.frames` runs progressive or animated frames through
+  the pipeline's own scheduler, and yields their results in order;
+* :meth:`RenderPipeline.render` renders a still: one frame of the pipeline's
+  scheduler holding all of its launches, each with parameters of its own.
+
+Progressive frames add their samples to one accumulation buffer, ordered by
+the frames' stream (one scheduler per pipeline for :meth:`record`). The random
+numbers of a sample depend only on (seed, pixel, absolute sample index) and
+the kernel adds samples one by one in sample order, so ``render(16)`` and
+four ``record(frame, 4)`` give bitwise equal sums.
+
+Blocking calls
+--------------
+* Creating a pipeline builds the scene's tables and structure and compiles
+  the integrator (NVRTC on a PTX cache miss, then OptiX): set-up time.
+  Emissive meshes given as device arrays are read back once (the emitter
+  table).
+* :meth:`RenderPipeline.render` (and :meth:`render_sums`) waits for its
+  image (that is the point of the call), after each launch when a
+  ``progress`` callback is given, and for the structure's compacted size
+  before its launches.
+* :meth:`RenderPipeline.frames` waits where its scheduler does: on a slot's
+  fence when the host is ``frames_in_flight`` frames ahead, and for the last
+  frames when it ends (drain).
+* :meth:`RenderPipeline.close` waits for the launches it enqueued and for
+  the structure's last operation before destroying the program and the
+  tables.
+* ``optixLaunch`` blocks when the context has validation mode on.
+Everything in :meth:`record`, :meth:`refit` and :meth:`reset` is
+asynchronous: pinned parameter staging, stream-ordered memory, event
+records and stream waits.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..cuda import Context, GpuTimer, Readiness, as_cupy_stream, create_stream, synchronize
+from ..scene import Camera, Scene
+from ..validation import as_int, coerce_options
+from ._device_scene import DeviceScene, check_scene, host_emitter_table
+from ._integrator import Integrator, Launch, integrator_class
+from ._options import RenderOptions
+from ._outputs import check_output_names
+from ._params import MAX_SAMPLES, positive_int
+from ._plan import OutputPlan
+from ._stages import FrameBuffers, Stage
+from ._still import render_still
+
+if TYPE_CHECKING:
+    from ..scheduler import Frame, FrameResult, FrameScheduler, SchedulerOptions
+
+__all__ = ["DEFAULT", "RenderPipeline"]
+
+#: ``readback=DEFAULT``: the pipeline's own readback (its outputs, unless it was made with another).
+DEFAULT: Any = "default"
+
+
+class RenderPipeline:
+    """A scene rendered by an integrator, with stages after each launch (see the module documentation).
+
+    Parameters
+    ----------
+    ctx : Context
+    scene : Scene
+        Checked and read at creation: later changes to its meshes are not seen (move dynamic meshes through
+        :meth:`vertices` and :meth:`refit`).
+    options : RenderOptions, dict or None
+    integrator : str
+        A registered integrator (:func:`optixasync.render.integrators`; ``"path"``, the path tracer).
+    outputs : str or sequence of str
+        What each frame produces (:data:`~optixasync.render.OUTPUTS`), made by the integrator or the stages.
+    stages : sequence of Stage
+        Run after each launch, in order (``[Denoise(), Tonemap()]`` denoises the image).
+    readback : str, sequence of str or None
+        Outputs copied to the host, as ``result[name]`` of the completed frame (default: ``outputs``).
+    frames_in_flight : int
+        Slots of the pipeline's own scheduler (:meth:`frames`, :meth:`render`).
+    scheduler_options : SchedulerOptions, dict or None
+        Options of that scheduler.
+    stream : stream, optional
+        The stream of the set-up and of the pipeline's own frames (default: a new non-blocking one).
+
+    Attributes
+    ----------
+    ctx : Context
+    scene : Scene
+    device_scene : DeviceScene
+        The scene's tables and structure.
+    integrator : Integrator
+    stages : list of Stage
+    outputs, readback : tuple of str
+    params_dtype : numpy dtype
+        The integrator's launch parameters: ``FrameScheduler(ctx, n, params_dtype=pipeline.params_dtype)``.
+    stream : cupy.cuda.Stream
+    last_nonfinite : int
+        NaN or Inf samples dropped by the last :meth:`render`.
+    last_render_ms : float or None
+        GPU time of all launches of the last :meth:`render` (timing events).
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a context that is not one, bad options, outputs or stages the integrator cannot serve, or a bad scene
+        (no meshes, no light, emissive area zero), before any GPU work.
+    """
+
+    def __init__(self, ctx: Context, scene: Scene, options: RenderOptions | dict | None = None, *,
+                 integrator: str = "path", outputs: str | Sequence[str] = ("image",), stages: Iterable[Stage] = (),
+                 readback: Any = DEFAULT, frames_in_flight: int = 2,
+                 scheduler_options: SchedulerOptions | dict | None = None, stream: Any = None) -> None:
+        if not isinstance(ctx, Context):
+            raise TypeError(f"ctx must be an optixasync.Context, got {type(ctx).__name__}")
+        ctx.require_open()
+        # Everything that can be wrong with the input is checked before the first GPU call.
+        self._options = coerce_options(RenderOptions, options)
+        self.scene = check_scene(scene)  # the one check of the scene in a run
+        cls = integrator_class(integrator)
+        self.outputs = check_output_names(outputs)
+        self.stages = list(stages)
+        for stage in self.stages:
+            if not isinstance(stage, Stage):
+                raise TypeError(f"stages must be Stage objects, got {type(stage).__name__}")
+        self._plan = OutputPlan(cls, self.outputs, self.stages)
+        self.readback = self._plan.check_readback(self.outputs if readback is DEFAULT else readback, staged=True)
+        self.frames_in_flight = as_int("frames_in_flight", frames_in_flight, 1)
+        self._scheduler_options = scheduler_options
+        emitters = host_emitter_table(scene)  # zero emissive area raises here, before any GPU work
+        self.ctx = ctx
+        self.stream = create_stream() if stream is None else as_cupy_stream(stream)
+        self._closed = False
+        self.device_scene = DeviceScene(ctx, scene, self.stream, emitters)
+        try:
+            self.integrator: Integrator = cls(ctx, self.device_scene, self._plan.variants)
+        except BaseException:
+            self.device_scene.close()
+            raise
+        self.params_dtype = cls.params_dtype
+        self._camera = copy.copy(scene.camera)
+        self._basis: tuple[Camera, tuple[np.ndarray, ...]] | None = None
+        self._samples = 0
+        self._sums_current = False  # whether the first-hit sums cover every sample of the accumulation
+        self._accum = ctx.memory.empty((self._options.height, self._options.width, 4), np.float32, self.stream)
+        self._sums: Any = None  # the first-hit sums, made on the first frame that asks
+        self._buffers = Readiness()
+        self._buffers.record(self.stream)  # the accumulation's allocation: frames on other streams come after it
+        self._timer = GpuTimer()
+        self._last_launch: dict[int, Any] = {}  # stream handle -> end event of this pipeline's last launch there
+        self._scheduler: FrameScheduler | None = None
+        self.last_nonfinite = 0
+        self.last_render_ms: float | None = None
+        ctx.track(self)
+
+    # -- state ---------------------------------------------------------------------------------------------------
+    @property
+    def options(self) -> RenderOptions:
+        """The render options. May be replaced (seed, depths, sample counts) but not the image size, which
+        sizes the buffers; replacing them restarts the progressive accumulation."""
+        return self._options
+
+    @options.setter
+    def options(self, value: RenderOptions | dict) -> None:
+        value = coerce_options(RenderOptions, value)
+        if (value.width, value.height) != (self._options.width, self._options.height):
+            raise ValueError(f"the image size is fixed at creation ({self._options.width}x{self._options.height}); "
+                             f"got {value.width}x{value.height}: create another RenderPipeline")
+        self._options = value
+        self.reset()
+
+    @property
+    def camera(self) -> Camera:
+        """The camera of the next launch; setting a different one restarts the progressive accumulation."""
+        return self._camera
+
+    @camera.setter
+    def camera(self, value: Camera) -> None:
+        if not isinstance(value, Camera):
+            raise TypeError(f"camera must be an optixasync.scene.Camera, got {type(value).__name__}")
+        if value != self._camera:
+            self._camera = copy.copy(value)
+            self.reset()
+
+    @property
+    def samples_done(self) -> int:
+        """Samples per pixel in the progressive accumulation (0 after :meth:`reset`)."""
+        return self._samples
+
+    @property
+    def accumulation(self) -> Any:
+        """The progressive sums, a (height, width, 4) float32 device array: RGB sums, then dropped samples.
+
+        Divide RGB by :attr:`samples_done` for the mean. Read it on the stream of the frames (or after they
+        completed).
+        """
+        return self._accum
+
+    @property
+    def last_launch_ms(self) -> float | None:
+        """GPU time of the newest finished launch (timing events; never waits), None until one has finished."""
+        return self._timer.poll()
+
+    @property
+    def scheduler(self) -> FrameScheduler:
+        """The pipeline's own scheduler (made on first use), on :attr:`stream`."""
+        if self._scheduler is None:
+            from ..scheduler import FrameScheduler
+
+            self._check_open()
+            self._scheduler = FrameScheduler(self.ctx, self.frames_in_flight, params_dtype=self.params_dtype,
+                                             options=self._scheduler_options, stream=self.stream)
+        return self._scheduler
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this RenderPipeline is closed")
+
+    def camera_basis(self) -> tuple[np.ndarray, ...]:
+        """The camera's basis for the image size, computed once per camera."""
+        if self._basis is None or self._basis[0] != self._camera:
+            self._basis = (copy.copy(self._camera), self._camera.basis(self._options.width, self._options.height))
+        return self._basis[1]
+
+    def order(self, stream: Any) -> int:
+        """Make ``stream`` wait (on the GPU) for the scene's set-up, its last structure update and our buffers."""
+        self._buffers.order(stream)
+        return self.device_scene.order(stream)
+
+    # -- scene changes ---------------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Restart the progressive accumulation: the next :meth:`record` overwrites instead of adding."""
+        self._samples = 0
+
+    def vertices(self, mesh_index: int, stream: Any = None) -> Any:
+        """The device vertex array (V, 3) float32 of mesh ``mesh_index``, read by the structure and the shading.
+
+        To move a dynamic mesh, write new positions here on the frame's stream, then call :meth:`refit` on the
+        same stream. Pass that ``stream`` here to order it after the set-up (the initial upload of these
+        vertices) before the first write; it costs nothing once done.
+        """
+        return self.device_scene.vertices(mesh_index, stream)
+
+    def refit(self, stream: Any = None) -> None:
+        """Refit the structure after dynamic vertices changed, ordered on ``stream`` (default: the pipeline's).
+
+        Also restarts the accumulation (the old samples show the old geometry).
+
+        Raises
+        ------
+        ValueError
+            If the scene has no dynamic mesh.
+        """
+        self._check_open()
+        self.device_scene.refit(self.stream if stream is None else stream)
+        self.reset()
+
+    # -- frames ------------------------------------------------------------------------------------------------
+    def record(self, frame: Frame, spp: int = 1, *, readback: Any = DEFAULT, camera: Camera | None = None,
+               stages: bool = True) -> dict[str, Any]:
+        """Launch ``spp`` more samples per pixel into the accumulation inside ``frame``, then the stages.
+
+        The frame's outputs (the pipeline's, and what its stages need) are written into the frame slot's buffers
+        and the ``readback`` ones copied back (``result[name]``; None: none). A ``camera`` different from the
+        current one restarts the accumulation. ``stages=False`` skips the stages (the viewer's denoise switch);
+        outputs that need the first-hit sums restart the accumulation when the frames before did not keep them.
+        One ``record`` per frame: it is the frame's launch and fills ``frame.params``.
+
+        Returns
+        -------
+        dict of str to device array
+            The frame slot's output buffers, by name (valid on the frame's stream until the slot is reused).
+        """
+        self._check_open()
+        spp = positive_int("spp", spp)
+        names = self._plan.check_readback(self.readback if readback is DEFAULT else readback, staged=stages)
+        if frame.launched:
+            raise RuntimeError("this frame has already launched with its parameters: call record() once per frame")
+        if frame.params is None or frame.params.dtype != self.params_dtype:
+            raise ValueError("the frame's parameters do not have the pipeline's layout: create the scheduler "
+                             "with FrameScheduler(ctx, n, params_dtype=pipeline.params_dtype)")
+        if camera is not None:
+            self.camera = camera  # restarts the accumulation if it differs (only once the frame is known good)
+        if self._samples + spp > MAX_SAMPLES:
+            raise ValueError(f"{self._samples} + {spp} samples exceed the kernel's 32-bit sample index; reset() first")
+        written = self._plan.integrator_outputs(stages)
+        sums = self._plan.needs_sums(stages)
+        if sums and self._samples > 0 and not self._sums_current:
+            self.reset()  # the sums would not cover the earlier samples
+        handle = self.order(frame)  # the frame as the stream: its GPU time starts here
+        self.device_scene.compact(frame.stream)  # once the size has arrived; never waits
+        buffers = FrameBuffers(frame, self._options.width, self._options.height)
+        launch = Launch(self._options, self.camera_basis(), self._accum, self._samples, spp, self._samples > 0,
+                        self.device_scene.record, {name: buffers[name] for name in written},
+                        self._first_hit_sums(frame) if sums else None)
+        span = self._timer.start(frame.stream)
+        self.integrator.launch(frame, launch)
+        self._last_launch[handle] = self._timer.stop(span, frame.stream)
+        # The launch has added the samples: count them before anything else can raise.
+        self._samples += spp
+        self._sums_current = sums
+        for stage in self.stages if stages else ():
+            stage.record(frame, buffers)
+        for name in names:
+            frame.readback(buffers[name], name)
+        return buffers.made()
+
+    def _first_hit_sums(self, frame: Frame) -> Any:
+        if self._sums is None:  # made on the frames' stream, which is the only one that uses it
+            self._sums = self.ctx.memory.empty((self._options.height, self._options.width, 2, 4), np.float32,
+                                               frame.stream)
+        return self._sums
+
+    def frames(self, count: int, spp: int = 1, *, update: Callable[[RenderPipeline, int, Frame], None] | None = None,
+               accumulate: bool | None = None, readback: Any = DEFAULT, last_only: bool = False,
+               stages: bool = True) -> Iterator[FrameResult]:
+        """Render ``count`` frames of ``spp`` samples through the pipeline's scheduler; their results, in order.
+
+        ``update(pipeline, index, frame)`` (a frame update: :class:`~optixasync.render.ClothMotion`,
+        :class:`~optixasync.render.CameraSwing`, or any callable) runs inside each frame before its launch.
+        ``accumulate`` (default: without an update) adds every frame's samples to the progressive image;
+        otherwise each frame is its own image. ``last_only`` reads back the last frame alone (a progressive
+        still). The stages' :meth:`Stage.deliver` sees each result with readbacks before it is yielded. Results
+        hold pinned memory until released: use them as ``with result:``, or drop them.
+        """
+        count = as_int("count", count, 0)
+        accumulate = update is None if accumulate is None else bool(accumulate)
+        scheduler = self.scheduler
+        for k in range(count):
+            with scheduler.frame() as frame:
+                if update is not None:
+                    update(self, k, frame)
+                if not accumulate:
+                    self.reset()
+                self.record(frame, spp, readback=None if last_only and k < count - 1 else readback, stages=stages)
+            yield from self._delivered(scheduler.poll(), stages)
+        yield from self._delivered(scheduler.drain(), stages)
+
+    def _delivered(self, results: list[FrameResult], stages: bool) -> Iterator[FrameResult]:
+        for result in results:
+            if result.readbacks:
+                for stage in self.stages if stages else ():
+                    stage.deliver(result)
+            yield result
+
+    # -- stills ----------------------------------------------------------------------------------------------
+    def render(self, spp: int | None = None, progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Render ``spp`` samples per pixel (default ``options.spp``) and return the linear RGB mean.
+
+        Waits for the image: that is the point of the call. One frame of the pipeline's scheduler, ordered
+        after the set-up and the structure's last refit, with an accumulation of its own (the progressive one
+        is left alone). The samples go in launches of ``options.samples_per_launch`` (0: all in one, or 16 per
+        launch with ``progress``), all enqueued before the first wait, so the GPU never idles between them;
+        ``progress(samples_done)`` is called as each one finishes.
+
+        Returns
+        -------
+        numpy.ndarray
+            (height, width, 3) float32, row 0 at the top.
+        """
+        total = self._options.spp if spp is None else positive_int("spp", spp)
+        with render_still(self, 0, total, progress) as result:
+            return result["sums"][..., :3] / np.float32(total)
+
+    def render_sums(self, first_sample: int, spp: int) -> np.ndarray:
+        """Render the absolute samples ``first_sample`` ... ``first_sample + spp - 1`` and return their sums.
+
+        The building block of splitting one image over several GPUs: the random numbers of a sample depend only
+        on (seed, pixel, absolute sample index), so disjoint ranges rendered anywhere add up to the image
+        :meth:`render` gives for their union, up to the order of the float32 additions.
+
+        Returns
+        -------
+        numpy.ndarray
+            (height, width, 4) float32, row 0 at the top: the RGB sums of the range's samples, then the number of
+            its samples that were NaN or Inf and dropped. Divide by the total sample count.
+        """
+        first = as_int("first_sample", first_sample, 0)
+        with render_still(self, first, positive_int("spp", spp), None) as result:
+            return np.array(result["sums"])
+
+    def still(self, spp: int | None = None, progress: Callable[[int], None] | None = None, *,
+              readback: Any = DEFAULT) -> FrameResult:
+        """A still with the stages run on its mean: the frame's result (``result["sums"]`` and ``readback``).
+
+        As :meth:`render`, but the launches also write what the stages need, the stages run once after the
+        last launch (a denoised still), and the result is the frame's: release it (``with result:``).
+        """
+        total = self._options.spp if spp is None else positive_int("spp", spp)
+        names = self._plan.check_readback(self.readback if readback is DEFAULT else readback, staged=True)
+        return render_still(self, 0, total, progress, stages=True, readback=names)
+
+    @staticmethod
+    def tonemap(linear: np.ndarray) -> np.ndarray:
+        """Linear RGB (H, W, 3) to sRGB ``uint8`` (H, W, 3) with the kernel's curve (host, numpy)."""
+        from ..io import tonemap_srgb
+
+        return tonemap_srgb(linear)
+
+    # -- lifetime --------------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Wait for this pipeline's launches, then release its scheduler, stages, program and scene."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._scheduler is not None:
+                self._scheduler.close()
+            for event in self._last_launch.values():
+                synchronize(event, "waiting for the pipeline's launches before closing it")
+            synchronize(self.device_scene.ready.event, "waiting for the pipeline's set-up before closing it")
+            # a refit or compaction enqueued on a frame's stream after the last launch: its buffers are freed next
+            if self.device_scene.accel.ready.event is not None:
+                synchronize(self.device_scene.accel.ready.event, "waiting for the structure's last build")
+        finally:
+            for stage in self.stages:
+                stage.close()
+            self.integrator.close()
+            self.device_scene.close()
+            self._accum = self._sums = None
+
+    def __enter__(self) -> RenderPipeline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        o = self._options
+        return (f"<optixasync.RenderPipeline {self.integrator.name}, {len(self.scene.meshes)} meshes, "
+                f"{self.scene.num_triangles} triangles, {o.width}x{o.height}, outputs {list(self.outputs)}, "
+                f"stages {self.stages}>")

@@ -1,0 +1,193 @@
+"""The path tracer's program source: the dispatches over the registered BSDF families and light types, generated.
+
+``kernels/pathtracer.cu`` holds the raygen, hit and miss programs; what a
+new BSDF family or light type adds is generated in front of it from the
+registered descriptors (:func:`~optixasync.scene.bsdf_families`,
+:func:`~optixasync.render.light_types`): the headers' includes, the BSDF
+union and its switches (``bsdf.h`` lists what they provide), the light
+switches (``light_dispatch.h``), and the output sets the raygens are built
+for. The family and type indices are the registration order, which the
+material and light records carry (their packers ask the same registries).
+
+The text is a pure function of the registries and the variants, so the PTX
+cache (which hashes the source and every header under the include folders)
+compiles it once.
+
+Blocking calls
+--------------
+None: string building.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._config import kernels_dir
+from ..scene import BsdfFamily, bsdf_families
+from .lights import LightType, light_types
+
+__all__ = ["ProgramSource", "pathtracer_source"]
+
+
+@dataclass(frozen=True)
+class ProgramSource:
+    """Generated source text and the include folders it needs beside the package's kernels folder."""
+
+    text: str
+    include_dirs: tuple[str, ...]
+    variants: tuple[int, ...]
+
+
+def _include(header: str, dirs: list[str]) -> str:
+    """The ``#include`` of a descriptor's header (a folder outside the kernels is added to ``dirs``)."""
+    path = Path(header)
+    if not path.is_absolute():
+        if not (kernels_dir() / path).is_file():
+            raise ValueError(f"header {header!r} is not in the package's kernels folder ({kernels_dir()})")
+        return f'#include "{path.as_posix()}"'
+    if not path.is_file():
+        raise ValueError(f"header {header!r} does not exist")
+    if str(path.parent) not in dirs:
+        dirs.append(str(path.parent))
+    return f'#include "{path.name}"'
+
+
+def _switch(count: int, case: str, default: str) -> str:
+    """``case k:`` lines for k = 1 .. count - 1 (``case`` formatted with k) and ``default:`` (family 0)."""
+    lines = [f"        case {k}u: {case.format(k=k)}" for k in range(1, count)]
+    return "\n".join([*lines, f"        default: {default}"])
+
+
+def _bsdf_dispatch(families: Sequence[BsdfFamily]) -> str:
+    n = len(families)
+    members = "\n".join(f"        {f.struct} f{k};" for k, f in enumerate(families))
+    makes = "\n".join([*(f"        case {k}u: b.f{k} = {f.struct}::make(m, uv, color); break;"
+                          for k, f in enumerate(families) if k > 0),
+                        f"        default: b.type = 0u; b.f0 = {families[0].struct}::make(m, uv, color); break;"])
+    transmits = " || ".join(f"(b.type == {k}u && {f.struct}::kTransmits)" for k, f in enumerate(families))
+    return f"""namespace pt {{
+
+struct Bsdf {{
+    unsigned int type;
+    union {{
+{members}
+    }};
+    __forceinline__ __device__ Bsdf() : type(0u), f0() {{}}
+}};
+
+__forceinline__ __device__ Bsdf surface_bsdf(const MaterialRecord& m, float2 uv, float3 color) {{
+    Bsdf b;
+    b.type = m.type;
+    switch (b.type) {{
+{makes}
+    }}
+    return b;
+}}
+
+__forceinline__ __device__ bool bsdf_transmits(const Bsdf& b) {{ return {transmits}; }}
+
+__forceinline__ __device__ bool bsdf_is_delta(const Bsdf& b) {{
+    switch (b.type) {{
+{_switch(n, "return b.f{k}.is_delta();", "return b.f0.is_delta();")}
+    }}
+}}
+
+__forceinline__ __device__ BsdfValue bsdf_eval(const Bsdf& b, float3 wo, float3 wi) {{
+    switch (b.type) {{
+{_switch(n, "return b.f{k}.eval(wo, wi);", "return b.f0.eval(wo, wi);")}
+    }}
+}}
+
+__forceinline__ __device__ float bsdf_pdf(const Bsdf& b, float3 wo, float3 wi) {{
+    switch (b.type) {{
+{_switch(n, "return b.f{k}.pdf(wo, wi);", "return b.f0.pdf(wo, wi);")}
+    }}
+}}
+
+__forceinline__ __device__ BsdfSample bsdf_sample(const Bsdf& b, float3 wo, Pcg32& rng) {{
+    switch (b.type) {{
+{_switch(n, "return b.f{k}.sample(wo, rng);", "return b.f0.sample(wo, rng);")}
+    }}
+}}
+
+}}  // namespace pt
+#define OA_BSDF_DISPATCH 1
+"""
+
+
+def _light_dispatch(types: Sequence[LightType]) -> str:
+    def cases(call: str) -> str:
+        lines = [f"        case {k}u: return {t.struct}::{call}" for k, t in enumerate(types) if k > 0]
+        return "\n".join([*lines, f"        default: return {types[0].struct}::{call}"])
+
+    sample, scale = cases("sample(light, point, rng);"), cases("scale(light, s, bsdf_pdf);")
+    return f"""namespace pt {{
+
+__forceinline__ __device__ LightSample light_sample(const LightRecord& light, float3 point, Pcg32& rng) {{
+    switch (light.type) {{
+{sample}
+    }}
+}}
+
+__forceinline__ __device__ float light_scale_of(const LightRecord& light, const LightSample& s, float bsdf_pdf) {{
+    switch (light.type) {{
+{scale}
+    }}
+}}
+
+}}  // namespace pt
+#define OA_LIGHT_DISPATCH 1
+"""
+
+
+def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | None = None,
+                      types: Sequence[LightType] | None = None, *, host: bool = False) -> ProgramSource:
+    """The path tracer's source for the output sets ``variants`` (``OUTPUT_*`` bit masks, one raygen each).
+
+    ``families`` and ``types`` default to the registered ones (the renderer packs records with those).
+    ``host`` adds ``oa_host_raygen(mask)``, which runs a variant's raygen: the entry of the host build of the
+    kernel, where there is no OptiX to pick one (the CPU tests).
+
+    Raises
+    ------
+    ValueError
+        On no variant, a variant without the image or radiance, or a descriptor's header that does not exist.
+    """
+    families = list(bsdf_families() if families is None else families)
+    types = list(light_types() if types is None else types)
+    variants = tuple(sorted({int(v) for v in variants}))
+    if not variants or not families or not types:
+        raise ValueError("the path tracer needs at least one output variant, BSDF family and light type")
+    dirs: list[str] = []
+    bsdf_includes = "\n".join(_include(f.header, dirs) for f in families)
+    light_includes = "\n".join(_include(t.header, dirs) for t in types)
+    text = "\n".join([
+        "// Generated by optixasync.render._source: the registered BSDF families and light types, and the output",
+        "// sets of the raygen programs, in front of the path tracer's programs.",
+        '#include "optixasync_device.h"',
+        '#include "pathtracer/bsdf_interface.h"',
+        '#include "pathtracer/random.h"',
+        '#include "pathtracer/records.h"',
+        bsdf_includes,
+        _bsdf_dispatch(families),
+        '#include "pathtracer/lights.h"',
+        light_includes,
+        _light_dispatch(types),
+        "#define OA_RAYGEN_VARIANTS(X) " + " ".join(f"X({v})" for v in variants),
+        '#include "pathtracer.cu"',
+        _host_entry(variants) if host else "",
+        "",
+    ])
+    return ProgramSource(text, tuple(dirs), variants)
+
+
+def _host_entry(variants: Sequence[int]) -> str:
+    cases = "\n".join(f"        case {v}u: __raygen__outputs_{v}(); break;" for v in variants)
+    return f"""extern "C" inline void oa_host_raygen(unsigned int mask) {{
+    switch (mask) {{
+{cases}
+        default: break;
+    }}
+}}"""

@@ -1,0 +1,168 @@
+"""Frame updates: how frame ``k`` of a sequence differs from the scene, in the layer that owns frames.
+
+A frame update is any callable ``update(pipeline, index, frame)``, called
+inside the frame before its launch (the frame's stream orders its work). It
+may move dynamic meshes (write :meth:`RenderPipeline.vertices` on the frame,
+then :meth:`RenderPipeline.refit`), set :attr:`RenderPipeline.camera`, or
+anything else the pipeline allows. An update used by several workers
+(:mod:`optixasync.multi`) must depend on ``index`` alone, never on the frames
+a worker rendered before, and be picklable: frames go to whichever worker is
+free. :class:`ClothMotion` and :class:`CameraSwing` are the two the command
+line uses.
+
+Blocking calls
+--------------
+* The first :class:`ClothMotion` call compiles its kernel with NVRTC and
+  loads it (set-up time, once per process).
+Everything else enqueues asynchronous work on the frame's stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from string import Template
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from ..scene import CLOTH_WAVES, Camera, ClothAnimation
+
+if TYPE_CHECKING:
+    from ..scheduler import Frame
+    from ._pipeline import RenderPipeline
+
+__all__ = ["CLOTH_SOURCE", "CameraSwing", "ClothMotion", "FrameUpdate", "swing_camera", "write_cloth"]
+
+
+class FrameUpdate(Protocol):
+    """What :meth:`RenderPipeline.frames` and the multi-GPU farm call before each frame's launch."""
+
+    def __call__(self, pipeline: RenderPipeline, index: int, frame: Frame) -> None: ...
+
+
+def swing_camera(camera: Camera, angle_degrees: float) -> Camera:
+    """``camera`` with its eye turned by ``angle_degrees`` about the vertical axis through its target."""
+    eye = np.asarray(camera.eye, dtype=np.float64)
+    target = np.asarray(camera.target, dtype=np.float64)
+    a = math.radians(angle_degrees)
+    offset = eye - target
+    turned = np.array([math.cos(a) * offset[0] + math.sin(a) * offset[2], offset[1],
+                       -math.sin(a) * offset[0] + math.cos(a) * offset[2]])
+    return dataclasses.replace(camera, eye=tuple(float(v) for v in target + turned))
+
+
+@dataclasses.dataclass(frozen=True)
+class CameraSwing:
+    """Frame ``k`` of ``count`` turns ``camera`` by ``degrees * sin(2 pi k / count)`` about its target."""
+
+    camera: Camera
+    count: int
+    degrees: float = 15.0
+
+    def camera_of(self, index: int) -> Camera:
+        """The camera of frame ``index``."""
+        return swing_camera(self.camera, self.degrees * math.sin(2 * math.pi * index / self.count))
+
+    def __call__(self, pipeline: RenderPipeline, index: int, frame: Frame) -> None:
+        pipeline.camera = self.camera_of(index)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClothMotion:
+    """Frame ``k`` shows ``cloth`` at time ``k * dt``: its vertices rewritten on the GPU and the structure refitted.
+
+    ``cloth`` is the :class:`~optixasync.scene.ClothAnimation` whose :meth:`~ClothAnimation.scene` the pipeline
+    renders (its :attr:`~ClothAnimation.mesh_index` names the cloth's mesh).
+    """
+
+    cloth: ClothAnimation
+    dt: float = 1 / 30
+
+    def __call__(self, pipeline: RenderPipeline, index: int, frame: Frame) -> None:
+        self.move(pipeline, index * self.dt, frame)
+
+    def move(self, pipeline: RenderPipeline, t: float, stream: Any) -> None:
+        """Move the cloth to time ``t``: new vertices, then a refit, both on ``stream``."""
+        if self.cloth.mesh_index is None:
+            raise RuntimeError("ClothMotion needs the scene made by ClothAnimation.scene()")
+        write_cloth(self.cloth, pipeline.vertices(self.cloth.mesh_index, stream), t, stream)  # after the set-up
+        pipeline.refit(stream)
+
+
+#: CUDA source of the vertex kernel (compiled by CuPy's NVRTC on first use); the formula of
+#: :meth:`ClothAnimation.positions`.
+CLOTH_SOURCE = Template(r"""
+extern "C" __global__ void cloth_positions(float* out, int cells, float t, float width, float height, float top,
+                                           float depth, float amplitude, float pleat, float sway) {
+    const int n = cells + 1;
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n * n) return;
+    const int i = k % n;        // column: x grows with i
+    const int j = k / n;        // row: 0 at the rod, cells at the hem
+    const float u = (float)i / (float)cells;
+    const float s = (float)j / (float)cells;
+    const float x0 = width * (u - 0.5f);
+    // The rod holds the top row still; the waves and the sway grow towards the hem.
+    const float wave = sinf($K1 * x0 - $W1 * t + $V1 * s)
+                     + 0.5f * sinf($K2 * x0 + $W2 * t - $V2 * s);
+    const float folds = pleat * cosf($PLEATS * 3.14159265f * u) * (1.0f - 0.5f * s);
+    float x = x0 + sway * s * s * sinf($SWAY * t);
+    float y = top - height * s;
+    float z = depth + amplitude * s * wave + folds;
+    // Never leave the room, whatever the parameters (the walls are at +-1).
+    x = fminf(fmaxf(x, -0.98f), 0.98f);
+    y = fminf(fmaxf(y, -0.98f), 0.98f);
+    z = fminf(fmaxf(z, -0.98f), 0.98f);
+    float* p = out + 3 * (size_t)k;  // 64-bit offset: 3 * k overflows an int past ~715M vertices
+    p[0] = x;
+    p[1] = y;
+    p[2] = z;
+}
+""").substitute({name: f"{value!r}f" for name, value in CLOTH_WAVES.items()})
+
+
+
+_BLOCK = 256
+
+
+def write_cloth(cloth: ClothAnimation, out: Any, t: float, stream: Any) -> None:
+    """Enqueue the kernel writing ``cloth``'s vertices at time ``t`` into ``out`` on ``stream``.
+
+    Parameters
+    ----------
+    cloth : ClothAnimation
+    out : cupy.ndarray
+        float32, C-contiguous, shape ``((cells + 1)**2, 3)``.
+    t : float
+        Time in seconds.
+    stream : StreamLike
+        A non-blocking stream (never the legacy default stream).
+
+    Raises
+    ------
+    ValueError
+        If ``out`` has another shape, dtype or layout, or ``t`` is not finite.
+    """
+    import cupy
+
+    from ..cuda import as_cupy_stream
+
+    if not isinstance(out, cupy.ndarray):
+        raise TypeError(f"out must be a cupy.ndarray, got {type(out).__name__}")
+    if out.shape != (cloth.num_vertices, 3) or out.dtype != np.float32 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float32 array of shape ({cloth.num_vertices}, 3) "
+                         f"for {cloth.cells} cells, got {out.dtype} {out.shape}")
+    args = cloth.kernel_arguments(t)
+    launch_stream = as_cupy_stream(stream)  # rejects the legacy default stream
+    n = cloth.num_vertices
+    # An explicit stream: CuPy's current stream (the legacy default one unless set) is never used.
+    _kernel()(((n + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (out, *args), stream=launch_stream)
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel() -> Any:
+    import cupy
+
+    return cupy.RawKernel(CLOTH_SOURCE, "cloth_positions")
