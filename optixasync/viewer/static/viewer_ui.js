@@ -208,6 +208,10 @@ function mountViewer(root, transport, options = {}) {
   function onText(message) {
     if (message.type === "hello") {
       syncControls(message.settings);
+      if (message.settings && stats.drawn === 0) { // the image's shape before its first frame
+        canvas.width = message.settings.width;
+        canvas.height = message.settings.height;
+      }
     } else if (message.type === "done" || message.type === "ignored") {
       stats.replies.push(message);
       if (stats.replies.length > 50) stats.replies.shift();
