@@ -42,7 +42,7 @@ CELLS = [
     # 0: the widget, with the CPU source (no GPU)
     "from optixasync.notebook import ViewerWidget\n"
     "from optixasync.viewer import CpuFrameSource\n"
-    "widget = ViewerWidget(CpuFrameSource(160, 90, max_samples=10**9))\n"
+    "widget = ViewerWidget(CpuFrameSource(320, 180, max_samples=10**9))\n"
     "widget",
     # 1: what the kernel knows: its pid, its connection's ports, the widget's threads, the camera
     "import json, os, threading\n"
@@ -199,7 +199,7 @@ def test_the_widget_in_jupyterlab(jupyterlab, tmp_path):
             run_cell(page, 0)
             wait_for(lambda: (widget_stats(page) or {}).get("drawn", 0) >= 5, 60, "frames in the widget")
             first = widget_stats(page)
-            assert first["connected"] and first["width"] == 160 and first["height"] == 90
+            assert first["connected"] and first["width"] == 320 and first["height"] == 180
             wait_for(lambda: widget_stats(page)["drawn"] >= first["drawn"] + 5, 30, "more frames")
             before = kernel_state(page)
             assert {"optixasync-notebook", "optixasync-cpu-source"} <= set(before["threads"]), before
