@@ -229,6 +229,7 @@ class WidgetSession:
             pass
         if threading.current_thread() is not self._thread:
             self._thread.join()
+            self.pump.join()
 
 
 def _log_failure(task: asyncio.Task) -> None:

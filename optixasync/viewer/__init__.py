@@ -12,8 +12,9 @@ A renderer plugs in as a :class:`FrameSource`: its render loop runs on a
 thread it owns, reads ``sink.state.snapshot()`` every frame and hands each
 finished image to ``sink.publish(image, meta)``, which is O(1), never blocks
 and keeps only the newest frame. The threading contract is in
-:mod:`optixasync.viewer._source`; :class:`CpuFrameSource` is a NumPy source
-(no GPU) and :class:`CallbackFrameSource` wraps a render callback.
+:mod:`optixasync.viewer._source`; :class:`PathTracerSource` path-traces a
+scene on the GPU, :class:`CpuFrameSource` is a NumPy source (no GPU) and
+:class:`CallbackFrameSource` wraps a render callback.
 
 Importing this package needs only NumPy; :meth:`Viewer.start` and
 :class:`ProtocolClient` need aiohttp (``pip install 'optixasync[viewer]'``).
@@ -35,6 +36,7 @@ from ._capture import Capture, LinearImageSource
 from ._clip import ClipRecorder
 from ._cpu import CpuFrameSource, CpuRenderer
 from ._encode import JpegEncoder
+from ._gpu import PathTracerSource
 from ._path import CameraPath, PathPlayer, PathRecorder
 from ._scene import pose_from_scene_camera, to_scene_camera
 from ._source import CallbackFrameSource, FrameMeta, FrameSink, FrameSource, NullSink, RenderLoop
@@ -63,6 +65,7 @@ __all__ = [
     "OrbitCamera",
     "PathPlayer",
     "PathRecorder",
+    "PathTracerSource",
     "ProtocolClient",
     "ReceivedFrame",
     "RenderLoop",

@@ -114,6 +114,10 @@ class FramePump:
         self.mailbox.clear()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
+    def join(self) -> None:
+        """Wait for the encoder threads to end (after :meth:`stop`; from a thread other than the loop's)."""
+        self._executor.shutdown(wait=True)
+
     # -- clients ----------------------------------------------------------------------------------------
 
     def hello(self) -> dict[str, Any]:

@@ -232,6 +232,7 @@ class Viewer:
                 pass
         self._thread.join()
         self._thread = None
+        self._server.pump.join()  # the encoder threads: none is left once stop returns
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the viewer is stopped (or ``timeout`` seconds pass); whether it is stopped."""
