@@ -202,7 +202,7 @@ def test_troubleshooting_has_no_run_on_sentences():
         if paragraph.startswith(("```", "#", "|")):
             continue
         lines = paragraph.splitlines()
-        for before, after in zip(lines, lines[1:]):
+        for before, after in zip(lines[:-1], lines[1:], strict=True):
             word = re.match(r"[A-Z][a-z]+\b", after)
             assert not (word and word[0] not in proper and before.rstrip()[-1:] not in ".:;,(!?"), (
                 f"a sentence runs on: {before!r} / {after!r}")
