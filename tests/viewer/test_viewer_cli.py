@@ -103,7 +103,8 @@ def test_a_bad_scene_file_is_bad_input(capsys, tmp_path):
     assert len(err) == 1 and "missing.hdr" in err[0]
 
 
-@pytest.mark.parametrize("argv", [("--width", "0"), ("--port", "70000"), ("--encoders", "0"), ("--max-fps", "-1")])
+@pytest.mark.parametrize("argv", [("--width", "0"), ("--port", "70000"), ("--encoders", "0"), ("--max-fps", "-1"),
+                                  ("--save-dir", "/no/such/folder")])
 def test_bad_arguments_exit_2(argv, capsys):
     assert _cli.run(parse("--cpu", *argv)) == 2
     assert capsys.readouterr().err.startswith("optixasync view: error:")
