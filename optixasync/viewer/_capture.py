@@ -245,9 +245,13 @@ class Capture:
         """
         f = message.fields
         if message.type == "save":
-            linear = f["format"] == "exr" and not isinstance(self._source, LinearImageSource)
-            saved = self.save_image(self.new_path("." + f["format"]))
-            return {"file": saved.name, "note": "from the 8-bit image" if linear else ""}
+            path = self.new_path("." + f["format"])
+            if f["format"] == "png":
+                return {"file": self.save_image(path).name, "note": ""}
+            from ..render import write_image
+
+            linear, own = self.linear_image()
+            return {"file": write_image(path, linear).name, "note": "" if own else "from the 8-bit image"}
         if message.type == "play":
             if f["on"]:
                 self.play_path()

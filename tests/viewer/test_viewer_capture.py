@@ -204,7 +204,10 @@ def test_a_clip_without_frames_or_without_the_extra_fails_clearly(tmp_path, monk
 def test_capture_commands_are_checked_and_carried_out(tmp_path):
     capture = capture_of(gradient(), tmp_path)
     reply = capture.handle(parse_message(json.dumps({"type": "save", "format": "png"})))
-    assert (tmp_path / reply["file"]).is_file()
+    assert (tmp_path / reply["file"]).is_file() and reply["note"] == ""
+    pytest.importorskip("OpenEXR", reason="EXR files need OpenEXR (pip install 'optixasync[exr]')")
+    reply = capture.handle(parse_message(json.dumps({"type": "save", "format": "exr"})))
+    assert reply["file"].endswith(".exr") and reply["note"] == "from the 8-bit image"  # no linear source here
     capture.handle(parse_message('{"type": "record", "what": "path", "on": true}'))
     reply = capture.handle(parse_message('{"type": "record", "what": "path", "on": false}'))
     assert CameraPath.load(tmp_path / reply["file"]).duration >= 0
