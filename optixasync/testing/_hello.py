@@ -50,7 +50,7 @@ class HelloResult:
 
         from PIL import Image
 
-        from ..render import tonemap_srgb
+        from ..io import tonemap_srgb
 
         out = io.BytesIO()
         Image.fromarray(np.ascontiguousarray(tonemap_srgb(self.image[::-1, :, :3])), "RGB").save(out, "PNG")

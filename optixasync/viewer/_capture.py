@@ -11,7 +11,7 @@ The current image is the newest frame the source published (8-bit sRGB). A
 linear EXR comes from the source itself when it has a ``linear_image()``
 method (:class:`LinearImageSource`: the CPU source has one); otherwise from
 the 8-bit image through the inverse sRGB curve, which the reply says.
-Images are written with :func:`optixasync.render.write_image` (EXR needs the
+Images are written with :func:`optixasync.io.write_image` (EXR needs the
 ``exr`` extra); clips with imageio-ffmpeg (the ``video`` extra).
 
 Blocking calls
@@ -119,7 +119,7 @@ class Capture:
             linear = self._source.linear_image()
             if linear is not None:
                 return np.asarray(linear, np.float32)[..., :3], True
-        from ..render import srgb_to_linear
+        from ..io import srgb_to_linear
 
         return srgb_to_linear(self.image()[..., :3]), False
 
@@ -140,7 +140,7 @@ class Capture:
         MissingExtraError
             For ``.exr`` without OpenEXR (the ``exr`` extra).
         """
-        from ..render import check_image_path, write_image
+        from ..io import check_image_path, write_image
 
         path = check_image_path(self.new_path(".png") if path is None else path)
         if path.suffix.lower() == ".exr":
@@ -248,7 +248,7 @@ class Capture:
             path = self.new_path("." + f["format"])
             if f["format"] == "png":
                 return {"file": self.save_image(path).name, "note": ""}
-            from ..render import write_image
+            from ..io import write_image
 
             linear, own = self.linear_image()
             return {"file": write_image(path, linear).name, "note": "" if own else "from the 8-bit image"}

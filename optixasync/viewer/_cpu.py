@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..io import tonemap_srgb
 from ._camera import CameraPose
 from ._source import RenderLoop
 from ._state import Settings, ViewState
@@ -37,8 +38,8 @@ _SUN_COLOR = np.array([1.9, 1.75, 1.55], np.float32)
 _SKY_TOP, _SKY_HORIZON = np.array([0.25, 0.45, 0.85], np.float32), np.array([0.85, 0.9, 1.0], np.float32)
 _FAR = np.float32(1e30)
 _UP = np.array([[0.0], [1.0], [0.0]], np.float32)
-_LUT = np.round(255.0 * np.where(np.linspace(0, 1, 4096) <= 0.0031308, 12.92 * np.linspace(0, 1, 4096),
-                                 1.055 * np.linspace(0, 1, 4096) ** (1 / 2.4) - 0.055)).astype(np.uint8)
+#: The renderer's sRGB curve (optixasync.io.tonemap_srgb) at 4096 levels of the linear value.
+_LUT = tonemap_srgb(np.repeat(np.linspace(0.0, 1.0, 4096, dtype=np.float32)[:, None], 3, axis=1))[:, 0]
 
 
 def _normalize(v: np.ndarray) -> np.ndarray:

@@ -69,7 +69,7 @@ def pack_params(family: str, params: dict) -> np.ndarray:
     elif family == "dielectric":
         block = [p["eta"], p["alpha"]]
     elif family == "plastic":
-        from optixasync.render._plastic import plastic_constants  # host precomputation (no public door yet)
+        from optixasync.scene.bsdfs._plastic_tables import plastic_constants  # host precomputation (no public door yet)
 
         c = plastic_constants(p["eta"], p["alpha"], p["diffuse"])
         block = (_rgb(p["diffuse"]) + [p["eta"], p["alpha"], c.internal_reflectance, c.specular_weight]

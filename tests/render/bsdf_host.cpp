@@ -12,10 +12,20 @@
 //   4 metallic_roughness  base[3], metallic, alpha
 // Directions are (n, 3) float arrays in the local frame.
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
 #include "cuda_host_shims.h"
+
+// What the family headers' records.h and texture.h name (their make() reads a material record; this harness builds
+// the structs from parameter blocks instead, so no texture is ever sampled here).
+typedef unsigned long long oa_traversable;
+template <typename T>
+inline T tex2D(unsigned long long, float, float) {
+    std::abort();
+}
+
 #include "pathtracer/bsdf_conductor.h"
 #include "pathtracer/bsdf_dielectric.h"
 #include "pathtracer/bsdf_diffuse.h"

@@ -34,13 +34,13 @@ import pytest
 
 from optixasync._config import kernels_dir  # where the package's kernels live has no public door
 from optixasync.program import compile_ptx
-from optixasync.render._plastic import (  # the host precomputation has no public door yet
+from optixasync.scene.bsdfs._plastic_tables import (  # the host precomputation has no public door yet
     PLASTIC_TABLE_SIZE,
     plastic_constants,
     specular_sampling_weight,
     table_cosines,
 )
-from optixasync.render._program import COMPILE_OPTIONS  # the path tracer's NVRTC options (fast math)
+from optixasync.render._path import COMPILE_OPTIONS  # the path tracer's NVRTC options (fast math)
 
 HERE = Path(__file__).resolve().parent
 
@@ -592,7 +592,7 @@ def direct_visible_average(mu: np.ndarray, eta: float, alpha: float, refract: bo
     the microfacet normals themselves: m at tan(theta_m) = alpha tan(psi), where D(m) dw_m becomes
     sin(psi) cos(psi) / (pi cos(theta_m)) dpsi dphi -- a different route from the table's, which integrates over
     the unit square that visible-normal sampling maps to the normals."""
-    from optixasync.render._plastic import fresnel_dielectric, smith_g1
+    from optixasync.scene.bsdfs._plastic_tables import fresnel_dielectric, smith_g1
 
     x, w = np.polynomial.legendre.leggauss(n)
     psi, w_psi = 0.25 * np.pi * (x + 1), 0.25 * np.pi * w

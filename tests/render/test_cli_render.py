@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_gpu import FakeDeviceScene, FakeIntegrator, FakeScheduler, install
 
 from optixasync import cli
 
@@ -22,7 +23,7 @@ from optixasync import cli
 from optixasync.cli._render import RenderPlan, add_arguments, plan_from_args
 from optixasync.cli._render_gpu import format_stats
 from optixasync.cli._scene import SceneChoice
-from optixasync.multi import swing_camera
+from optixasync.render import Stage, swing_camera
 from optixasync.scheduler import FrameStats, SchedulerStats
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -327,143 +328,41 @@ def test_render_denoise_still_and_progressive(tmp_path):
 # -- the GPU code path, driven by stand-ins (CPU) ---------------------------------------------------------------------
 
 
-class _FakeFrame:
-    def __init__(self, index: int, stream: object) -> None:
-        self.index, self.stream, self.launches = index, stream, []
-
-
-class _ClosedOnExit:
-    """A stand-in used as a context manager: ``close()`` on exit, like the objects it stands in for."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class _FakeScheduler(_ClosedOnExit):
-    """Frames complete ``frames_in_flight - 1`` submissions late, like a GPU-bound pipeline."""
-
-    instances: list[_FakeScheduler] = []
-
-    def __init__(self, ctx, frames_in_flight, *, params_dtype=None, stream=None) -> None:
-        from optixasync.scheduler import FrameResult
-
-        self._result = FrameResult
-        self.n, self.stream, self.params_dtype = frames_in_flight, stream, params_dtype
-        self.pending: list[_FakeFrame] = []
-        self.stats = SchedulerStats()
-        self.closed = False
-        self.frames: list[_FakeFrame] = []
-        _FakeScheduler.instances.append(self)
-
-    def frame(self):
-        import contextlib
-
-        @contextlib.contextmanager
-        def recording():
-            frame = _FakeFrame(len(self.frames), self.stream)
-            yield frame
-            self.frames.append(frame)
-            self.pending.append(frame)
-
-        return recording()
-
-    def _retire(self, frames):
-        out = []
-        for frame in frames:
-            k = frame.index
-            self.stats.add(FrameStats(index=k, gpu_ms=4.0, gap_us=10.0, in_flight=self.n, ahead=self.n - 1,
-                                      submit_ms=0.1, waited=True, host_begin=0.005 * k, host_done=0.005 * k + 0.005))
-            readbacks = {}
-            for _spp, readback, _camera in frame.launches:
-                if readback is not None:
-                    readbacks[readback] = np.full((6, 8, 4), 10 * k % 256, np.uint8)
-            out.append(self._result(k, readbacks, self.stats.frames[-1]))
-        return out
-
-    def poll(self):
-        ready, self.pending = self.pending[:-(self.n - 1) or None], self.pending[-(self.n - 1):] if self.n > 1 else []
-        return self._retire(ready)
-
-    def drain(self):
-        ready, self.pending = self.pending, []
-        return self._retire(ready)
-
-    def close(self):
-        self.closed = True
-
-
-class _FakeTracer:
-    params_dtype = np.dtype([("x", "<u4")])
-    instances: list[_FakeTracer] = []
-
-    def __init__(self, ctx, scene, options, *, stream=None) -> None:
-        self.scene, self.options, self.stream = scene, options, stream
-        self.resets, self.renders = 0, []
-        self.last_launch_ms = 2.5
-        _FakeTracer.instances.append(self)
-
-    def record(self, frame, spp=1, *, readback="image", camera=None):
-        frame.launches.append((spp, readback, camera))
-
-    def reset(self):
-        self.resets += 1
-
-    def render(self, spp=None, progress=None):
-        self.renders.append(spp)
-        if progress is not None:
-            progress(spp)
-        return np.full((self.options.height, self.options.width, 3), 0.5, np.float32)
-
-    @staticmethod
-    def tonemap(linear):
-        from optixasync.render import tonemap_srgb
-
-        return tonemap_srgb(linear)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-
-class _FakeSpan:
-    """A GPU span whose end has passed, 40 ms after its start."""
-
-    synchronized: list[object] = []
-
-    @classmethod
-    def begin(cls, stream):
-        return cls()
-
-    def stop(self, stream):
-        return self
-
-    ms = 40.0
+# -- the command's flows, over stand-ins of the GPU (tests/render/fake_gpu.py) ------------------------------------
 
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    import contextlib
+    install(monkeypatch)
 
-    import optixasync.cuda
-    import optixasync.scheduler
 
-    _FakeScheduler.instances.clear()
-    _FakeTracer.instances.clear()
-    _FakeSpan.synchronized = []
-    # The command builds its context from the module that defines it (optixasync.cuda), so the stand-in
-    # goes there; the rest it takes from the public packages.
-    monkeypatch.setattr("optixasync.cuda.Context", lambda: contextlib.nullcontext(object()))
-    monkeypatch.setattr("optixasync.render._pathtracer.PathTracer", _FakeTracer)
-    monkeypatch.setattr("optixasync.render.PathTracer", _FakeTracer)
-    monkeypatch.setattr(optixasync.cuda, "create_stream", lambda: "stream")
-    monkeypatch.setattr(optixasync.cuda, "GpuSpan", _FakeSpan)
-    monkeypatch.setattr(optixasync.cuda, "synchronize", lambda event, what="": _FakeSpan.synchronized.append(event))
-    monkeypatch.setattr(optixasync.scheduler, "FrameScheduler", _FakeScheduler)
+class FakeDenoise(Stage):
+    """The denoise stage's needs and outputs; 'denoises' to black, so that its images are told apart."""
+
+    needs = frozenset({"radiance", "albedo", "normal"})
+    writes = frozenset({"denoised"})
+    instances: list = []
+
+    def __init__(self) -> None:
+        self.frames: list[int] = []
+        self.closed = False
+        FakeDenoise.instances.append(self)
+
+    def record(self, frame, buffers) -> None:
+        buffers["denoised"][...] = 0.0
+        self.frames.append(frame.index)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def fake_denoiser(fake_gpu, monkeypatch):
+    import optixasync.denoise
+
+    FakeDenoise.instances.clear()
+    monkeypatch.setattr(optixasync.denoise, "Denoise", FakeDenoise)
+    monkeypatch.setattr(optixasync.denoise, "oidn_library_path", lambda: "libOpenImageDenoise.so.2")
 
 
 def test_still_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
@@ -471,30 +370,27 @@ def test_still_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
                        "--quiet"])
     out = capsys.readouterr().out
     assert status == 0
-    (tracer,) = _FakeTracer.instances
-    assert tracer.renders == [32] and tracer.stream == "stream"
-    assert (tracer.options.width, tracer.options.height, tracer.options.spp, tracer.options.max_depth) == (8, 6, 32, 8)
+    (scene,) = FakeDeviceScene.instances
+    assert scene.stream == "stream" and scene.closed
+    (sched,) = FakeScheduler.instances
+    # a still: one frame of the pipeline's scheduler; with the progress bar, launches of 16 samples
+    (frame,) = sched.frames
+    assert [(la.spp, la.offset, la.own_params) for la in frame.launches] == [(16, 0, True), (16, 16, True)]
     image = _png(tmp_path / "s.png")
     assert image.shape == (6, 8, 3) and (image == 188).all()  # 0.5 linear through the sRGB curve
-    # one launch: its own GPU time (2.5 ms) -> 8*6*32 samples / 2.5 ms
-    assert "8x6, 32 spp, max depth 8, GPU time 2.5 ms, 0.6 Msamples/s" in out
-    assert len(_FakeSpan.synchronized) == 1  # the command waited for the end of its render, once
+    # two launches of 20 ms of GPU time -> 8*6*32 samples / 40 ms
+    assert "8x6, 32 spp, max depth 8, GPU time 40.0 ms, 0.0 Msamples/s" in out
 
 
-def test_still_flow_of_several_launches_reports_the_whole_render(fake_gpu, tmp_path, capsys, monkeypatch):
-    def render_in_two_launches(self, spp=None, progress=None):
-        self.renders.append(spp)
-        progress(spp // 2)
-        progress(spp)
-        return np.full((self.options.height, self.options.width, 3), 0.5, np.float32)
-
-    monkeypatch.setattr(_FakeTracer, "render", render_in_two_launches)
-    status = cli.main(["render", "--width", "100", "--height", "100", "--spp", "32", "--out", str(tmp_path / "s.png"),
-                       "--quiet"])
+def test_still_flow_of_several_launches_reports_the_whole_render(fake_gpu, tmp_path, capsys):
+    status = cli.main(["render", "--width", "100", "--height", "100", "--spp", "32", "--samples-per-launch", "8",
+                       "--out", str(tmp_path / "s.png"), "--quiet"])
     out = capsys.readouterr().out
     assert status == 0
-    # two launches: the span around the whole render (40 ms) -> 100*100*32 samples / 40 ms
-    assert "100x100, 32 spp, max depth 8, GPU time 40.0 ms, 8.0 Msamples/s" in out
+    (frame,) = FakeScheduler.instances[0].frames
+    assert [(la.spp, la.offset) for la in frame.launches] == [(8, 0), (8, 8), (8, 16), (8, 24)]
+    # four launches of 20 ms -> 100*100*32 samples / 80 ms
+    assert "100x100, 32 spp, max depth 8, GPU time 80.0 ms, 4.0 Msamples/s" in out
 
 
 def test_frames_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
@@ -503,39 +399,38 @@ def test_frames_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
                        "--height", "6", "--spp-per-frame", "4", "--out", str(tmp_path / "a" / "f.png"), "--quiet"])
     out = capsys.readouterr().out
     assert status == 0
-    (sched,) = _FakeScheduler.instances
-    (tracer,) = _FakeTracer.instances
-    assert sched.n == 3 and sched.stream == tracer.stream == "stream" and sched.closed
-    assert sched.params_dtype == _FakeTracer.params_dtype
-    assert [f.launches[0][:2] for f in sched.frames] == [(4, "image")] * 5
-    cameras = [f.launches[0][2] for f in sched.frames]
-    eyes = np.array([c.eye for c in cameras])
-    np.testing.assert_allclose(np.linalg.norm(eyes, axis=1), 3.9)  # swinging about the target at the origin
+    (sched,) = FakeScheduler.instances
+    assert sched.n == 3 and sched.stream == "stream" and sched.closed
+    assert sched.params_dtype == FakeIntegrator.params_dtype
+    assert [(f.launches[0].spp, f.launches[0].offset, sorted(f.readbacks)) for f in sched.frames] == [
+        (4, 0, ["image"])] * 5  # each animation frame is its own image
+    eyes = np.array([f.launches[0].basis[0] for f in sched.frames], np.float64)
+    np.testing.assert_allclose(np.linalg.norm(eyes, axis=1), 3.9, rtol=1e-6)  # swinging about the target
     angles = np.radians(15.0 * np.sin(2 * np.pi * np.arange(5) / 5))  # a +-15 degree swing over the animation
-    np.testing.assert_allclose(eyes, np.stack([3.9 * np.sin(angles), 0 * angles, 3.9 * np.cos(angles)], 1), atol=1e-12)
-    assert tracer.resets == 5
+    np.testing.assert_allclose(eyes, np.stack([3.9 * np.sin(angles), 0 * angles, 3.9 * np.cos(angles)], 1), atol=1e-6)
     files = sorted((tmp_path / "a").iterdir())
-    assert [p.name for p in files] == [f"f_{k:04d}.png" for k in range(5)]
-    for k, path in enumerate(files):
-        assert (_png(path) == 10 * k).all() and _png(path).shape == (6, 8, 3)
+    assert [p.name for p in files] == [f"f_{k:04d}.png" for k in range(5)]  # written atomically: no temporaries
+    for path in files:
+        assert (_png(path) == 188).all() and _png(path).shape == (6, 8, 3)
     assert "wrote 5 frames" in out and "scheduler N=3" in out and "GPU busy 80.0%" in out
     assert "waits/frame 1.00" in out and "frames in flight 3.00 (ahead 2.00)" in out
 
 
 def test_cloth_frames_move_the_cloth(fake_gpu, tmp_path, capsys, monkeypatch):
-    from optixasync.scene import ClothAnimation
+    from optixasync.render import ClothMotion
 
     moves = []
-    monkeypatch.setattr(ClothAnimation, "update", lambda self, tracer, t, stream: moves.append((self.cells, t, stream)))
+    monkeypatch.setattr(ClothMotion, "move", lambda self, pipeline, t, stream: moves.append((self.cloth.cells, t, stream)))
     status = cli.main(["render", "--frames", "3", "--cells", "5", "--dt", "0.5", "--width", "8", "--height", "6",
                        "--out", str(tmp_path / "c.png"), "--quiet"])
     assert status == 0, capsys.readouterr().err
-    (sched,) = _FakeScheduler.instances
-    # each step is given its frame as the stream (so the cloth's GPU work is timed with the frame), on "stream"
+    (sched,) = FakeScheduler.instances
+    # each step is given its frame as the stream (so the cloth's GPU work is timed with the frame)
     assert [(cells, t) for cells, t, _ in moves] == [(5, 0.0), (5, 0.5), (5, 1.0)]
     assert [stream for _, _, stream in moves] == sched.frames
-    assert all(frame.stream == "stream" for frame in sched.frames)
-    assert [f.launches[0] for f in sched.frames] == [(16, "image", None)] * 3  # the cloth moves, the camera stays
+    assert [f.launches[0].spp for f in sched.frames] == [16] * 3
+    eyes = {tuple(np.round(f.launches[0].basis[0], 6)) for f in sched.frames}
+    assert len(eyes) == 1  # the cloth moves, the camera stays
     assert len(list(tmp_path.glob("c_*.png"))) == 3
 
 
@@ -544,57 +439,27 @@ def test_progressive_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
                        "--out", str(tmp_path / "p.png"), "--quiet"])
     out = capsys.readouterr().out
     assert status == 0
-    (sched,) = _FakeScheduler.instances
-    (tracer,) = _FakeTracer.instances
+    (sched,) = FakeScheduler.instances
     # accumulate: no reset, no camera change; only the last frame is read back
-    assert [f.launches[0] for f in sched.frames] == [(2, None, None)] * 3 + [(2, "image", None)]
-    assert tracer.resets == 0
-    assert (_png(tmp_path / "p.png") == 30).all()  # the last frame's image (index 3)
+    assert [(f.launches[0].offset, sorted(f.readbacks)) for f in sched.frames] == [
+        (0, []), (2, []), (4, []), (6, ["image"])]
+    assert (_png(tmp_path / "p.png") == 188).all()
     assert "4 frames x 2 spp = 8 spp" in out
 
 
-class _FakeFrameDenoiser(_ClosedOnExit):
-    """Records what the command asks of the denoiser; its frames read back what the tracer's would."""
-
-    instances: list[_FakeFrameDenoiser] = []
-
-    def __init__(self, tracer, stream, *, frames_in_flight) -> None:
-        self.tracer, self.stream, self.closed = tracer, stream, False
-        self.frames_in_flight = frames_in_flight
-        _FakeFrameDenoiser.instances.append(self)
-
-    def record(self, frame, spp=1, *, readback="image", camera=None):
-        frame.launches.append((spp, readback, camera))
-        frame.denoised = True
-        return "denoised buffer"
-
-    def close(self):
-        self.closed = True
-
-
-@pytest.fixture
-def fake_denoiser(fake_gpu, monkeypatch):
-    import optixasync.denoise
-
-    _FakeFrameDenoiser.instances.clear()
-    monkeypatch.setattr(optixasync.denoise, "FrameDenoiser", _FakeFrameDenoiser)
-    monkeypatch.setattr(optixasync.denoise, "oidn_library_path", lambda: "libOpenImageDenoise.so.2")
-
-
-def test_denoised_still_is_one_denoised_frame_of_all_samples(fake_denoiser, tmp_path, capsys):
+def test_denoised_still_runs_the_stages_once_on_all_samples(fake_denoiser, tmp_path, capsys):
     status = cli.main(["render", "--denoise", "--width", "8", "--height", "6", "--spp", "32",
                        "--out", str(tmp_path / "d.png"), "--quiet"])
     out = capsys.readouterr().out
     assert status == 0
-    (sched,) = _FakeScheduler.instances
-    (tracer,) = _FakeTracer.instances
-    (denoiser,) = _FakeFrameDenoiser.instances
-    assert tracer.renders == []  # not the offline render: one scheduler frame, through the denoiser
-    assert [f.launches for f in sched.frames] == [[(32, "image", None)]] and sched.frames[0].denoised
-    assert denoiser.tracer is tracer and denoiser.stream == "stream" and denoiser.closed and sched.closed
-    assert denoiser.frames_in_flight == sched.n == 2
-    assert (_png(tmp_path / "d.png") == 0).all() and _png(tmp_path / "d.png").shape == (6, 8, 3)
-    assert "8x6, 32 spp, denoised, max depth 8" in out and "scheduler N=2" in out
+    (sched,) = FakeScheduler.instances
+    (frame,) = sched.frames
+    assert [(la.spp, la.offset, la.outputs) for la in frame.launches] == [
+        (16, 0, ["albedo", "normal", "radiance"]), (16, 16, ["albedo", "normal", "radiance"])]
+    (denoiser,) = FakeDenoise.instances
+    assert denoiser.frames == [0] and denoiser.closed and sched.closed
+    assert (_png(tmp_path / "d.png") == 0).all() and _png(tmp_path / "d.png").shape == (6, 8, 3)  # the denoised
+    assert "8x6, 32 spp, denoised, max depth 8" in out
 
 
 def test_denoised_progressive_denoises_every_frame(fake_denoiser, tmp_path, capsys):
@@ -602,10 +467,10 @@ def test_denoised_progressive_denoises_every_frame(fake_denoiser, tmp_path, caps
                        "--height", "6", "--out", str(tmp_path / "p.png"), "--quiet"])
     out = capsys.readouterr().out
     assert status == 0
-    (sched,) = _FakeScheduler.instances
-    assert [f.launches[0] for f in sched.frames] == [(2, None, None)] * 2 + [(2, "image", None)]
-    assert all(getattr(f, "denoised", False) for f in sched.frames)
-    assert (_png(tmp_path / "p.png") == 20).all()
+    (sched,) = FakeScheduler.instances
+    assert [sorted(f.readbacks) for f in sched.frames] == [[], [], ["image"]]
+    assert FakeDenoise.instances[0].frames == [0, 1, 2]
+    assert (_png(tmp_path / "p.png") == 0).all()
     assert "3 frames x 2 spp = 6 spp, denoised" in out
 
 
@@ -621,7 +486,7 @@ def test_denoise_without_oidn_is_one_line_before_the_gpu(fake_gpu, monkeypatch, 
     err = capsys.readouterr().err
     assert status == 1
     assert err.count("\n") == 1 and err.startswith("optixasync render: error: ") and "optixasync[denoise]" in err
-    assert _FakeTracer.instances == [] and _FakeScheduler.instances == []  # nothing was built on the GPU
+    assert FakeDeviceScene.instances == [] and FakeScheduler.instances == []  # nothing was built on the GPU
     assert not (tmp_path / "d.png").exists()
 
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from optixasync.cuda._spin import _SPIN_SOURCE  # the sources have no public door; these tests compile them
-from optixasync.program import compile_ptx
-from optixasync.render import tonemap_srgb
+from optixasync.io import tonemap_srgb
+from optixasync.program import CompileOptions, compile_ptx
 from optixasync.render._tonemap import TONEMAP_SOURCE
 from optixasync.testing._ripple import _RIPPLE_SOURCE
 
@@ -21,9 +21,15 @@ from optixasync.testing._ripple import _RIPPLE_SOURCE
 @pytest.mark.parametrize("source, entry", [(TONEMAP_SOURCE, "tonemap_srgb8"), (_SPIN_SOURCE, "spin"),
                                            (_RIPPLE_SOURCE, "ripple")])
 def test_runtime_kernels_compile_with_nvrtc(source, entry):
-    ptx = compile_ptx(source, f"{entry}.cu")
+    ptx = compile_ptx(source, f"{entry}.cu", CompileOptions(use_fast_math=True))  # the kernels folder is on -I
     assert re.search(rf"\.entry\s+{entry}\s*\(", ptx)
     assert ".local" not in ptx
+
+
+def test_the_device_tonemap_is_the_kernels_own_curve():
+    """One sRGB curve on the device: the tonemap includes film.h rather than a copy of its formula."""
+    assert '#include "pathtracer/film.h"' in TONEMAP_SOURCE and "pt::srgb8" in TONEMAP_SOURCE
+    assert "powf" not in TONEMAP_SOURCE and "12.92" not in TONEMAP_SOURCE
 
 
 @pytest.mark.gpu
@@ -32,7 +38,7 @@ def test_device_tonemap_matches_the_host_curve():
 
     from optixasync.cuda import create_stream, synchronize
     from optixasync.cuda._events import record_event
-    from optixasync.render import tonemap_device
+    from optixasync.render._tonemap import tonemap_device
 
     rng = np.random.default_rng(3)
     linear = rng.uniform(-0.2, 1.5, (37, 53, 4)).astype(np.float32)

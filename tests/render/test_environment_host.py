@@ -24,7 +24,7 @@ from host_build import aligned, build_host_library, compiler
 # device tables and record, which have no public door yet.
 from optixasync.program import compile_ptx
 from optixasync.render._environment import ENVIRONMENT_RECORD, environment_record, environment_tables
-from optixasync.render._program import COMPILE_OPTIONS
+from optixasync.render._path import COMPILE_OPTIONS
 from optixasync.scene._environment import LUMINANCE_WEIGHTS, Environment
 
 HERE = Path(__file__).resolve().parent

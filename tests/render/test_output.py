@@ -5,16 +5,19 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+from optixasync.errors import MissingExtraError
 from PIL import Image
 
-from optixasync.render import ImageWriter, tonemap_srgb, write_image
+from optixasync.io import ImageWriter, tonemap_srgb, write_image
 
 # Frame file names and the suffix check with a restricted list (the command's "use .png") are the render command's
 # helpers, with no public re-export.
-from optixasync.render._output import check_image_path, numbered_path
+from optixasync.io import check_image_path, numbered_path
 
 
 def png_of(tmp_path, linear) -> np.ndarray:
@@ -69,7 +72,7 @@ def test_exr_round_trip(tmp_path):
 
 def test_exr_without_openexr_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "OpenEXR", None)
-    with pytest.raises(ImportError, match=r'pip install "optixasync\[exr\]"'):
+    with pytest.raises(MissingExtraError, match=r"pip install 'optixasync\[exr\]'"):
         write_image(tmp_path / "a.exr", np.zeros((2, 2, 3), np.float32))
     assert not (tmp_path / "a.exr").exists()
 
@@ -153,3 +156,22 @@ def test_image_writer_reports_a_failed_write(tmp_path):
 def test_image_writer_rejects_bad_sizes():
     with pytest.raises(ValueError, match=">= 1"):
         ImageWriter(workers=0)
+
+
+def test_writes_are_atomic(tmp_path, monkeypatch):
+    """A write that fails half-way leaves the old file as it was and no temporary file beside it."""
+    from PIL import Image
+
+    target = tmp_path / "frame.png"
+    write_image(target, np.full((2, 2, 3), 7, np.uint8))
+    before = target.read_bytes()
+
+    def half_then_fail(self, fp, format=None, **kwargs):
+        Path(fp).write_bytes(b"half a PNG")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Image.Image, "save", half_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        write_image(target, np.full((2, 2, 3), 9, np.uint8))
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frame.png"]

@@ -6,6 +6,7 @@ layouts the host writes, and for things that would slow it down (double precisio
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import re
@@ -14,53 +15,45 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-# Private on purpose, for checks of the kernel source against the host on the CPU: where the package's kernels
-# live, the NVRTC options the path tracer compiles with (PathTracerProgram applies them only on a GPU), and the
-# layout tables (struct name -> dtype, mesh flag bits) that mirror kernels/pathtracer/records.h.
-from optixasync._config import kernels_dir
+# Private on purpose, for checks of the kernel source against the host on the CPU: the generated program and the
+# NVRTC options the path tracer compiles with (the integrator applies them only on a GPU), and the layout tables
+# (struct name -> dtype, mesh flag bits) that mirror kernels/pathtracer/records.h.
 from optixasync.cuda import Context
+from optixasync.io import srgb_to_linear, tonemap_srgb
 from optixasync.program import compile_ptx
-from optixasync.render import (
-    EMITTER_TRIANGLE,
-    MESH_RECORD,
-    PATH_PARAMS,
-    PathTracer,
-    RenderOptions,
-    alias_probabilities,
-    alias_table,
-    build_emitter_table,
-    fill_params,
-    launch_plan,
-    mesh_records,
-    srgb_to_linear,
-    tonemap_srgb,
-)
-from optixasync.render._emitters import LUMINANCE
+from optixasync.render import RenderOptions, RenderPipeline
+from optixasync.render._emitters import LUMINANCE, alias_probabilities, alias_table, build_emitter_table
 from optixasync.render._layout import (
+    EMITTER_TRIANGLE,
     MATERIAL_RECORD,
     MESH_ALPHA_BLEND,
     MESH_ALPHA_MASK,
     MESH_EMISSIVE,
     MESH_LIGHT_SAMPLED,
+    MESH_RECORD,
     MESH_TWO_SIDED,
     NESTED_MEMBERS,
+    PATH_PARAMS,
+    SCENE_RECORD,
     STRUCT_NAMES,
 )
-from optixasync.render._params import material_record, mesh_flags, plastic_table
-from optixasync.render._plastic import PLASTIC_TABLE_SIZE
-from optixasync.render._program import COMPILE_OPTIONS
+from optixasync.render._params import fill_params, launch_plan, material_record, mesh_flags, mesh_records
+from optixasync.render._path import COMPILE_OPTIONS
+from optixasync.render._source import pathtracer_source
 from optixasync.scene import (
-    BSDF_TYPES,
     Camera,
     Material,
     Mesh,
     Scene,
     Texture,
     TextureTransform,
+    bsdf_family,
+    bsdf_index,
     cornell_box,
     rectangle,
     sphere,
 )
+from optixasync.scene.bsdfs._plastic_tables import PLASTIC_TABLE_SIZE
 
 
 def load_reference():
@@ -70,13 +63,18 @@ def load_reference():
     return module
 
 
-SOURCE = (kernels_dir() / "pathtracer.cu").read_text()
-ALIGNMENT = {"PathTracerParams": 8, "MeshRecord": 8, "EmitterTriangle": 16, "MaterialRecord": 8, "EnvironmentRecord": 8}
+#: The output variants a pipeline compiles by default (none, the image) and with the denoiser's inputs.
+VARIANTS = (0, 1, 14)
+PROGRAM = pathtracer_source(VARIANTS)
+SOURCE = PROGRAM.text
+OPTIONS = dataclasses.replace(COMPILE_OPTIONS, include_dirs=PROGRAM.include_dirs)
+ALIGNMENT = {"PathTracerParams": 8, "SceneRecord": 8, "LightRecord": 8, "MeshRecord": 8, "EmitterTriangle": 16,
+             "MaterialRecord": 8, "EnvironmentRecord": 8}
 
 
 @pytest.fixture(scope="module")
 def ptx() -> str:
-    return compile_ptx(SOURCE, "pathtracer.cu", COMPILE_OPTIONS)
+    return compile_ptx(SOURCE, "pathtracer_program.cu", OPTIONS)
 
 
 # --- the kernel -----------------------------------------------------------------------------------------------------
@@ -94,27 +92,28 @@ def test_struct_layouts_match_the_kernel():
             expected.append(dtype.fields[name][1])
     source = SOURCE + "\n" + "\n".join(checks) + "\n" + (
         'extern "C" __device__ const char* oa_layout_probe[] = {' + ", ".join(probes) + "};\n")
-    text = compile_ptx(source, "pathtracer_layout.cu", COMPILE_OPTIONS)
+    text = compile_ptx(source, "pathtracer_layout.cu", OPTIONS)
     match = re.search(r"oa_layout_probe\[(\d+)\]\s*=\s*\{([^}]*)\}", text)
     assert match, "the layout probe is missing from the PTX"
     offsets = [int(v) for v in match.group(2).split(",")]
     assert int(match.group(1)) == len(expected)
     assert offsets == expected
-    assert PATH_PARAMS.itemsize == 176 and MESH_RECORD.itemsize == 144 and EMITTER_TRIANGLE.itemsize == 64
+    assert PATH_PARAMS.itemsize == 192 and MESH_RECORD.itemsize == 144 and EMITTER_TRIANGLE.itemsize == 64
+    assert SCENE_RECORD.itemsize == 56 and PATH_PARAMS.fields["scene"][1] == 136
 
 
 def test_layout_probe_detects_a_mismatch():
     """The check above can fail: a wrong size is a compile error."""
     source = SOURCE + '\nstatic_assert(sizeof(MeshRecord) == 44, "size of MeshRecord");\n'
     with pytest.raises(Exception, match="size of MeshRecord"):
-        compile_ptx(source, "pathtracer_bad_layout.cu", COMPILE_OPTIONS)
+        compile_ptx(source, "pathtracer_bad_layout.cu", OPTIONS)
 
 
 def test_kernel_entries(ptx):
     entries = set(re.findall(r"\.entry\s+(\w+)", ptx))
-    assert entries == {"__raygen__pathtrace", "__raygen__pathtrace_aovs", "__closesthit__radiance", "__anyhit__cutout",
-                       "__miss__radiance", "__miss__shadow"}
-    for raygen in ("__raygen__pathtrace", "__raygen__pathtrace_aovs"):
+    raygens = {f"__raygen__outputs_{v}" for v in VARIANTS}  # one per output set
+    assert entries == raygens | {"__closesthit__radiance", "__anyhit__cutout", "__miss__radiance", "__miss__shadow"}
+    for raygen in raygens:
         body = ptx.split(f".entry {raygen}(")[1].split(".entry")[0]
         assert body.count("_optix_trace_typed_32") == 2, raygen  # one radiance ray, one shadow ray per bounce
     assert "_optix_get_sbt_data_ptr" not in ptx  # everything comes from the launch parameters
@@ -198,23 +197,37 @@ class Untouchable(Context):
 ])
 def test_bad_options_fail_before_gpu_work(options, error):
     with pytest.raises(error):
-        PathTracer(Untouchable(), cornell_box(), options)
+        RenderPipeline(Untouchable(), cornell_box(), options)
 
 
 def test_not_a_context():
     with pytest.raises(TypeError, match="ctx must be an optixasync.Context, got object"):
-        PathTracer(object(), cornell_box())
+        RenderPipeline(object(), cornell_box())
 
 
 def test_bad_scenes_fail_before_gpu_work():
     with pytest.raises(ValueError, match="no meshes"):
-        PathTracer(Untouchable(), Scene([], Camera((0, 0, 1), (0, 0, 0))))
+        RenderPipeline(Untouchable(), Scene([], Camera((0, 0, 1), (0, 0, 0))))
     with pytest.raises(TypeError, match="Scene"):
-        PathTracer(Untouchable(), [rectangle()])
+        RenderPipeline(Untouchable(), [rectangle()])
     flat = np.zeros((3, 3), np.float32)  # an emitter of zero area
     lamp = Mesh(flat, np.array([[0, 1, 2]], np.int32), Material(emission=(1, 1, 1)))
     with pytest.raises(ValueError, match="zero total area"):
-        PathTracer(Untouchable(), Scene([lamp], Camera((0, 0, 1), (0, 0, 0))))
+        RenderPipeline(Untouchable(), Scene([lamp], Camera((0, 0, 1), (0, 0, 0))))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"outputs": "depth"}, ValueError, "unknown output 'depth'"),
+    ({"outputs": ("image", 3)}, TypeError, "output names"),
+    ({"integrator": "bidirectional"}, ValueError, "integrator must be one of"),
+    ({"stages": [object()]}, TypeError, "Stage objects"),
+    ({"outputs": "denoised"}, ValueError, "cannot write 'denoised'"),
+    ({"readback": "albedo"}, ValueError, "do not make 'albedo'"),
+    ({"frames_in_flight": 0}, ValueError, "frames_in_flight"),
+])
+def test_bad_pipeline_arguments_fail_before_gpu_work(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        RenderPipeline(Untouchable(), cornell_box(), **kwargs)
 
 
 # --- emitter table ----------------------------------------------------------------------------------------------------
@@ -331,7 +344,7 @@ def test_tonemap_inverts_srgb_to_linear():
                                   np.repeat(codes[:, None], 3, axis=1))
     with pytest.raises(ValueError, match="last axis"):
         tonemap_srgb(np.zeros((4, 4, 4)))
-    assert PathTracer.tonemap(np.full((2, 2, 3), 0.5, np.float32)).shape == (2, 2, 3)
+    assert RenderPipeline.tonemap(np.full((2, 2, 3), 0.5, np.float32)).shape == (2, 2, 3)
 
 
 # --- launch parameters and records ----------------------------------------------------------------------------------
@@ -341,11 +354,16 @@ def test_fill_params():
     options = RenderOptions(width=200, height=100, max_depth=6, rr_depth=3, seed=42)
     camera = Camera((0, 0, 3.9), (0, 0, 0))
     params = np.zeros((), PATH_PARAMS)
-    fill_params(params, options=options, camera=camera, accum=0x1000, image=0x2000, meshes=0x3000, emitters=0x4000,
-                num_emitters=2, handle=0xABCDEF, sample_offset=12, spp=4)
-    assert (int(params["accum"]), int(params["image"]), int(params["meshes"]), int(params["emitters"])) == (
-        0x1000, 0x2000, 0x3000, 0x4000)
-    assert int(params["handle"]) == 0xABCDEF
+    scene = np.zeros((), SCENE_RECORD)
+    scene["meshes"], scene["lights"], scene["num_lights"], scene["handle"] = 0x3000, 0x4000, 2, 0xABCDEF
+    fill_params(params, options=options, camera=camera, accum=0x1000, image=0x2000, scene=scene, sample_offset=12,
+                spp=4, outputs={"radiance": 0x5000, "aov_sums": 0x6000})
+    assert (int(params["accum"]), int(params["image"])) == (0x1000, 0x2000)
+    assert params["scene"] == scene  # the scene record in one piece
+    assert (int(params["scene"]["meshes"]), int(params["scene"]["lights"]), int(params["scene"]["num_lights"]),
+            int(params["scene"]["handle"])) == (0x3000, 0x4000, 2, 0xABCDEF)
+    assert (int(params["radiance"]), int(params["aov_sums"]), int(params["albedo"]), int(params["normal"])) == (
+        0x5000, 0x6000, 0, 0)
     t = math.tan(math.radians(39.3077) / 2)
     np.testing.assert_allclose(params["eye"], [0, 0, 3.9], rtol=1e-7)
     np.testing.assert_allclose(params["cam_u"], [2 * t, 0, 0], rtol=1e-6, atol=1e-7)  # twice as wide as high
@@ -355,11 +373,9 @@ def test_fill_params():
         200, 100, 12, 4)
     assert (int(params["accumulate"]), int(params["seed"]), int(params["max_depth"]), int(params["rr_depth"])) == (
         1, 42, 6, 3)
-    assert int(params["num_emitters"]) == 2
     assert float(params["inv_total"]) == np.float32(1 / 16)
-    fill_params(params, options=options, camera=camera, accum=1, image=0, meshes=1, emitters=0, num_emitters=0,
-                handle=1, sample_offset=0, spp=8)
-    assert int(params["accumulate"]) == 0 and int(params["image"]) == 0
+    fill_params(params, options=options, camera=camera, accum=1, scene=scene, sample_offset=0, spp=8)
+    assert int(params["accumulate"]) == 0 and int(params["image"]) == 0 and int(params["radiance"]) == 0
 
 
 def test_launch_plan():
@@ -403,21 +419,25 @@ def test_material_records():
                     ext_ior=1.25, reflectance_texture=texture)
     record = material_record(gold, lambda t: 77 if t is texture else 0)
     assert record.dtype == MATERIAL_RECORD
-    assert int(record["type"]) == BSDF_TYPES.index("conductor") and float(record["alpha"]) == pytest.approx(0.2)
-    np.testing.assert_allclose(record["conductor_eta"], np.array([0.2, 0.4, 1.4]) / 1.25, rtol=1e-6)  # relative
-    np.testing.assert_allclose(record["conductor_k"], np.array([3.5, 2.4, 1.8]) / 1.25, rtol=1e-6)
+    assert int(record["type"]) == bsdf_index("conductor") == 1  # the registry's order is the kernel's index
+    # the conductor's params: eta and k relative to the exterior, then alpha (bsdf_conductor.h)
+    np.testing.assert_allclose(record["params"][:3], np.array([0.2, 0.4, 1.4]) / 1.25, rtol=1e-6)
+    np.testing.assert_allclose(record["params"][3:6], np.array([3.5, 2.4, 1.8]) / 1.25, rtol=1e-6)
+    assert float(record["params"][6]) == pytest.approx(0.2) and not record["params"][7:].any()
     assert int(record["color_texture"]) == 77 and int(record["normal_texture"]) == 0
     np.testing.assert_allclose(record["color_texture_uv"], [2, 0, 0.5, 0, 3, 0.25], atol=1e-7)
     np.testing.assert_allclose(record["normal_texture_uv"], [1, 0, 0, 0, 1, 0])  # identity where empty
     gltf = material_record(Material(bsdf="metallic_roughness", roughness=0.5, metallic=0.25))
     # glTF's roughness travels as is: the kernel multiplies the texture's green in, then squares it
-    assert float(gltf["alpha"]) == 0.5 and float(gltf["metallic"]) == 0.25
+    assert float(gltf["params"][0]) == 0.5 and float(gltf["params"][1]) == 0.25
     glass = material_record(Material(bsdf="dielectric", int_ior=1.5, ext_ior=1.2))
-    assert float(glass["eta"]) == pytest.approx(1.25)
+    assert float(glass["params"][0]) == pytest.approx(1.25)
     plastic = Material(bsdf="plastic", alpha=0.1, int_ior=1.49, reflectance=0.5)
-    record = material_record(plastic, plastic_table=1234)
-    assert int(record["plastic_table"]) == 1234 and 0.0 < float(record["plastic_internal"]) < 1.0
-    assert plastic_table(plastic).dtype == np.float32 and plastic_table(plastic).shape == (PLASTIC_TABLE_SIZE,)
+    record = material_record(plastic, table=1234)
+    assert int(record["table"]) == 1234 and 0.0 < float(record["params"][2]) < 1.0
+    table = bsdf_family("plastic").table(plastic)
+    assert table.dtype == np.float32 and table.shape == (PLASTIC_TABLE_SIZE,)
+    assert bsdf_family("diffuse").table(Material()) is None
 
 
 # --- the numpy reference used by the GPU tests ---------------------------------------------------------------------

@@ -70,7 +70,7 @@ def read_exr(path) -> np.ndarray:
 
 
 def test_save_exr_from_the_8_bit_image_uses_the_inverse_srgb_curve(tmp_path):
-    from optixasync.render import srgb_to_linear
+    from optixasync.io import srgb_to_linear
 
     image = gradient()
     path = capture_of(image, tmp_path).save_image(tmp_path / "frame.exr")
