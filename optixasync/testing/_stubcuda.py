@@ -353,7 +353,7 @@ class StubCuda:
         import cupy
         import cupy_backends.cuda.api.runtime as runtime
 
-        from ..cuda import _events
+        from ..cuda import _events, _graph
 
         _stack.append(self)
         self._patch(cupy, "ndarray", StubArray)
@@ -367,12 +367,7 @@ class StubCuda:
                             ("memPoolSetAttribute", lambda *args: None), ("memPoolTrimTo", lambda *args: None),
                             ("memPoolGetAttribute", lambda *args: 0)):
             self._patch(runtime, name, value)
-        try:
-            from ..cuda import _graph
-        except ImportError:
-            _graph = None
-        if _graph is not None:
-            self._patch(_graph, "graph_api", lambda: self.graph_api)
+        self._patch(_graph, "graph_api", lambda: self.graph_api)
         _events._get_elapsed_time.cache_clear()
         return self
 
