@@ -14,13 +14,16 @@ recorded phase by phase:
 * ``buffer`` + parameter writes (the body of the ``with`` block),
 * ``launch`` (the parameter upload and ``optixLaunch``),
 * ``readback`` (the pinned destination and the copy),
-* ``submit`` (the fence, the ring, waking the completion thread),
+* ``submit`` (the fence, the ring, waking the completion thread; with a work
+  function, also the work: run eagerly, or the slot's graph launched),
 
 each as the median and 95th percentile of ``perf_counter_ns`` over the
 frames, beside the scheduler's own ``submit_ms`` (launch + readback +
 submit: the number ``bench_pipeline.py`` reports on the GPU). With
 ``--profile N`` it also prints the N functions with the largest own time
-under ``cProfile``. The stubs cost little but not nothing (about 0.2 us per
+under ``cProfile``. The frame-graph rows replay the work as the slot's CUDA
+graph (graph calls stubbed as well): what a replayed frame costs the host.
+The stubs cost little but not nothing (about 0.2 us per
 stubbed call on a 2020s laptop core); the real calls add their own time on a
 GPU machine.
 
@@ -52,22 +55,33 @@ def _quantiles(values: list[int]) -> tuple[float, float]:
 
 
 class Case:
-    """One configuration of the empty frame, recorded phase by phase."""
+    """One configuration of the empty frame, recorded phase by phase.
 
-    def __init__(self, cuda: StubCuda, label: str, *, completion_thread: bool, slots: int = 3) -> None:
+    ``mode``: ``"eager"`` (launch and readback in the body, as ``BusyWorkload.record``), ``"work"`` (the same
+    in a work function, run eagerly at submit) or ``"graph"`` (the work function replayed as the slot's graph).
+    """
+
+    def __init__(self, cuda: StubCuda, label: str, *, completion_thread: bool, mode: str = "eager",
+                 slots: int = 3) -> None:
         self.label = label
+        self.mode = mode
         self.ctx = cuda.context()
         self.pipeline = cuda.pipeline(self.ctx)
         self.sbt = cuda.sbt(self.ctx)
         self.sched = FrameScheduler(self.ctx, slots, params_dtype=BUSY_PARAMS,
-                                    options={"completion_thread": completion_thread})
+                                    options={"completion_thread": completion_thread}, graphs=mode == "graph")
         self.times: dict[str, list[int]] = {name: [] for name in PHASES}
+
+    def work(self, f: Any) -> None:
+        """The frame's GPU work (what a graph captures): the launch and the readback."""
+        f.launch(self.pipeline, self.sbt, N_OUT)
+        f.readback(f.buffer("out", (N_OUT,), np.float32), "out")
 
     def frame(self, k: int, keep: bool) -> None:
         clock = time.perf_counter_ns
         sched = self.sched
         t0 = clock()
-        f = sched.begin_frame()
+        f = sched.begin_frame(self.work if self.mode != "eager" else None)
         t1 = clock()
         out = f.buffer("out", (N_OUT,), np.float32)
         params = f.params
@@ -76,10 +90,13 @@ class Case:
         params["frame"] = f.index
         params["scale"] = 1.5
         t2 = clock()
-        f.launch(self.pipeline, self.sbt, N_OUT)
-        t3 = clock()
-        f.readback(out, "out")
-        t4 = clock()
+        if self.mode == "eager":
+            f.launch(self.pipeline, self.sbt, N_OUT)
+            t3 = clock()
+            f.readback(out, "out")
+            t4 = clock()
+        else:
+            t3 = t4 = t2  # inside submit
         sched.submit(f)
         t5 = clock()
         for result in sched.poll():
@@ -134,17 +151,23 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="print the N costliest functions")
     parser.add_argument("--gpu-us", type=float, default=60.0,
                         help="GPU time of a frame in the modelled-GPU row (the H200's empty frame: about 60 us)")
+    parser.add_argument("--no-graphs", dest="graphs", action="store_false",
+                        help="only the eager rows (the frame graph rows stub the graph calls too)")
     parser.add_argument("--json", default=None, help="write the rows to this file")
     args = parser.parse_args()
     rows = []
     profile = ""
-    configs = (("eager, inline retirement", False, {}),
-               (f"eager, completion thread, GPU {args.gpu_us:g} us", True, {"gpu_us": args.gpu_us}))
-    for label, thread, model in configs:
+    gpu = {"gpu_us": args.gpu_us}
+    configs = (("eager, inline retirement", False, {}, "eager"),
+               (f"eager, completion thread, GPU {args.gpu_us:g} us", True, gpu, "eager"),
+               ("work function run eagerly, inline retirement", False, {}, "work"),
+               ("frame graph replayed, inline retirement", False, {}, "graph"),
+               (f"frame graph replayed, completion thread, GPU {args.gpu_us:g} us", True, gpu, "graph"))
+    for label, thread, model, mode in configs[: None if args.graphs else 2]:
         with StubCuda(**model) as cuda:
-            case = Case(cuda, label, completion_thread=thread)
+            case = Case(cuda, label, completion_thread=thread, mode=mode)
             rows.append(case.run(args.frames, args.warmup))
-            if args.profile and not thread:
+            if args.profile and not thread and mode == "eager":
                 profile = case.profile(min(args.frames, 5000), args.profile)
             case.close()
     print(f"\nEmpty frame, CUDA and OptiX stubbed, {args.frames} frames after {args.warmup} of warm-up\n")

@@ -134,6 +134,9 @@ class StreamGraph:
     def __init__(self) -> None:
         self._exec: Any = None
         self._capture: Capture | None = None
+        self._stream: Any = None  # the stream of the last launch, with its handle and CuPy stream (a loop's)
+        self._stream_handle = 0
+        self._cupy_stream: Any = None
         self._pending: str | None = None  # why the next launch would be wrong (a hook said so)
         self.captures = self.updates = self.instantiations = self.launches = 0
 
@@ -261,18 +264,20 @@ class StreamGraph:
             reason = self.stale()
             if reason is not None:
                 raise StaleGraphError(reason)
-        handle = stream_handle(stream)
-        graph_api().launch(self._exec, handle)
+        if stream is not self._stream:
+            self._stream_handle, self._cupy_stream = stream_handle(stream), as_cupy_stream(stream)
+            self._stream = stream
+        graph_api().launch(self._exec, self._stream_handle)
         self.launches += 1
         capture = self._capture
         if capture is not None and capture.hooks:
-            end = record_event(as_cupy_stream(stream), end if end is not None else fence_event())
+            end = record_event(self._cupy_stream, end if end is not None else fence_event())
             for hook in capture.hooks:
                 reason = hook(end, stream)
                 if reason is not None and self._pending is None:
                     self._pending = reason
         elif end is not None:
-            end.record(as_cupy_stream(stream))
+            end.record(self._cupy_stream)
         return end
 
     # -- lifetime --------------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from ._slot import Slot
     from ._stats import SchedulerStats
 
-__all__ = ["FrameGraphs", "SlotGraph", "key_change"]
+__all__ = ["FIRST", "NO_WORK", "VALIDATION", "FrameGraphs", "SlotGraph", "key_change"]
 
 _log = logging.getLogger("optixasync")
 
@@ -114,9 +114,9 @@ class SlotGraph:
     names : tuple of str
         The captured frame's readbacks, in order.
     warm : tuple or None
-        The shape of the slot's last eager frame (the next frame of that shape captures).
+        (key, buffer generation) of the slot's last eager frame: the next frame of that shape captures.
     refused : tuple or None
-        (shape, reason) of a refused capture: that shape runs eagerly until it changes.
+        ((key, buffer generation), reason) of a refused capture: that shape runs eagerly until it changes.
     """
 
     def __init__(self) -> None:
@@ -178,7 +178,8 @@ class FrameGraphs:
             fence.record(stream)
             return
         graph = slot.graph if slot.graph is not None else self._new(slot)
-        handed = graph.signature is not None and slot.destinations.hand_over(graph.names)
+        # A graph copies into fixed destinations: those still held by a result are handed over first.
+        slot.destinations.hand_over(slot.destinations.names())
         signature = (frame.key, slot.generation, slot.destinations.generation)
         if signature == graph.signature:
             stale = graph.graph.stale()
@@ -187,18 +188,23 @@ class FrameGraphs:
                 return
             graph.forget(stale)  # what the graph captured changed: as a new shape
         reason = graph.change(signature, slot)
-        if graph.refused is not None and graph.refused[0] == signature:
+        shape = signature[:2]  # the key and the buffers; new destinations alone need no eager frame first
+        if graph.refused is not None and graph.refused[0] == shape:
             self._run_eagerly(frame, graph.refused[1], fence)
-        elif graph.warm == signature or (handed and graph.signature[:2] == signature[:2]):
+        elif graph.warm == shape:
             self._capture(frame, graph, signature, reason, fence)
         else:
-            graph.warm = signature
             self._run_eagerly(frame, f"{reason}: runs eagerly once, the next frame of the slot captures", fence)
+            graph.warm = shape
 
     @staticmethod
     def _new(slot: Slot) -> SlotGraph:
         slot.graph = SlotGraph()
         return slot.graph
+
+    def count_eager(self, frame: Frame, reason: str) -> None:
+        """A frame that asked for a graph ran eagerly for ``reason`` (counted, logged once per reason)."""
+        self._eager(frame, reason)
 
     def _eager(self, frame: Frame, reason: str) -> None:
         frame.stats.graph, frame.stats.graph_reason = "eager", reason
@@ -230,7 +236,7 @@ class FrameGraphs:
         except GraphCaptureError as exc:
             frame.capturing = False
             frame.rollback(state)  # nothing was enqueued
-            graph.refused = (signature, exc.reason)
+            graph.refused = (signature[:2], exc.reason)
             self._run_eagerly(frame, exc.reason, fence)
             return
         finally:

@@ -75,7 +75,7 @@ from ..errors import ResultsOverflowError
 from ..validation import coerce_options
 from ._completion import Completion
 from ._frame import Frame
-from ._graphs import FrameGraphs
+from ._graphs import NO_WORK, FrameGraphs
 from ._options import SchedulerOptions
 from ._results import FrameHandle, FrameResult
 from ._ring import FrameRing
@@ -235,9 +235,8 @@ class FrameScheduler:
             if blocker is not None:
                 self._wait_for_slot(blocker, stats)
         frame = Frame(self, index, self._slots[slot], stats, FrameHandle(index, self._completion))
-        if work is not None:
-            frame.work, frame.key = work, key
-            frame.graph = self.graphs if graph is None else graph
+        frame.work, frame.key = work, key
+        frame.graph = self.graphs if graph is None else graph
         self._current = frame
         return frame
 
@@ -265,6 +264,7 @@ class FrameScheduler:
             raise RuntimeError(f"frame {frame.index} is not the frame being recorded")
         frame.error = error
         start = _clock()
+        recorded = frame.stats.submit_ms  # what the frame's methods measured so far (the work's add to it)
         fence = self._completion.new_fence()
         with _nvtx.annotate("optixasync.submit"):
             if error is None and frame.work is not None:
@@ -273,21 +273,23 @@ class FrameScheduler:
                 except BaseException as exc:
                     frame.error = exc  # aborted, fenced behind whatever the work enqueued
                     fence.record(self.stream)
-                    self._enqueue(frame, fence, start)
+                    self._enqueue(frame, fence, start, recorded)
                     raise
             else:
+                if frame.graph and error is None:
+                    self._graphs.count_eager(frame, NO_WORK)
                 frame.begin_gpu_work()
                 fence.record(self.stream)
-        return self._enqueue(frame, fence, start)
+        return self._enqueue(frame, fence, start, recorded)
 
-    def _enqueue(self, frame: Frame, fence: Any, start: float) -> FrameHandle:
+    def _enqueue(self, frame: Frame, fence: Any, start: float, recorded: float) -> FrameHandle:
         """The frame is in flight behind ``fence`` (recorded): on the ring, its handle may wait, the thread knows."""
         if frame.span is not None:
             frame.span.end = fence
         frame.submitted = True
         stats = frame.stats
         now = _clock()
-        stats.submit_ms += (now - start) * 1e3
+        stats.submit_ms = recorded + (now - start) * 1e3  # the work's own methods ran inside this span
         stats.host_submit = now
         with self._lock:
             ahead = self._ring.pending()

@@ -115,6 +115,10 @@ class Destinations:
                 handed = True
         return handed
 
+    def names(self) -> tuple[str, ...]:
+        """The names of the slot's destinations."""
+        return tuple(self._entries)
+
     def views(self, names: Any) -> list[tuple[str, np.ndarray]]:
         """``(name, view)`` of the destinations of ``names``, for a replayed frame's result."""
         entries = self._entries

@@ -261,7 +261,13 @@ class SchedulerStats:
         self.graphs = GraphCounts()
 
     def count_graph(self, mode: str, reason: str) -> None:
-        """Count a frame with a work function: ``mode`` one of :data:`GRAPH_MODES`, and why (capture, eager)."""
+        """Count a frame with a work function: ``mode`` one of :data:`GRAPH_MODES`, and why (capture, eager).
+
+        Called by the submitting thread only; a replay is one increment (no lock: it runs every frame).
+        """
+        if mode == "replay":
+            self.graphs.replays += 1
+            return
         with self._lock:
             self.graphs.add(mode, reason)
 

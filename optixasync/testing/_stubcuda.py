@@ -175,7 +175,8 @@ class StubGraphApi:
     Attributes
     ----------
     graphs : dict of int to list
-        Each captured graph's nodes: the calls enqueued on the stream while it was captured.
+        Each captured graph's nodes: the calls enqueued on the stream while it was captured (kept after
+        the graph is destroyed, which ``destroyed`` records).
     execs : dict of int to int
         Each executable graph and the graph it was instantiated from (or last updated with).
     refuse_update : bool
@@ -189,6 +190,7 @@ class StubGraphApi:
         self.graphs: dict[int, list] = {}
         self.execs: dict[int, int] = {}
         self.invalidated: set[int] = set()
+        self.destroyed: set[int] = set()
         self.refuse_update = False
 
     def begin_capture(self, stream: int) -> None:
@@ -227,11 +229,15 @@ class StubGraphApi:
 
     def destroy_graph(self, graph: int) -> None:
         self._cuda.log("destroy_graph", 0, graph)
-        self.graphs.pop(graph, None)
+        self.destroyed.add(graph)  # its nodes stay readable in ``graphs``
 
     def destroy_exec(self, exec_: int) -> None:
         self._cuda.log("destroy_exec", 0, exec_)
         self.execs.pop(exec_, None)
+
+    def nodes(self, exec_: int) -> list[str]:
+        """The names of the calls an executable graph replays."""
+        return [node[0] for node in self.graphs[self.execs[exec_]]]
 
 
 _stack: list[StubCuda] = []
@@ -314,12 +320,10 @@ class StubCuda:
         self.complete_all()
 
     def error(self, status: int, name: str) -> Exception:
-        import cupy
+        """What the driver's graph calls raise (:class:`~optixasync.cuda._graph.DriverGraphs` checks into it)."""
+        from ..errors import CudaError
 
-        try:
-            return cupy.cuda.runtime.CUDARuntimeError(status)
-        except Exception:  # pragma: no cover - the class is always importable with CuPy
-            return RuntimeError(name)
+        return CudaError(status, name, "stubbed failure")
 
     # -- runtime entry points ------------------------------------------------------------------------------------
     def _memcpy_async(self, dst: int, src: int, nbytes: int, kind: int, stream: int) -> None:
@@ -398,12 +402,13 @@ class StubCuda:
         return ctx
 
     def pipeline(self, ctx: Any, **options: Any) -> Any:
-        """A real :class:`~optixasync.program.Pipeline` over the stub (nothing compiled); ``options`` become
-        its attributes (``exception_flags=...``)."""
-        from ..program import Pipeline
+        """A real :class:`~optixasync.program.Pipeline` over the stub (nothing compiled, default
+        ``PipelineOptions``); ``options`` become its attributes (``pipeline_options=...``)."""
+        from ..program import Pipeline, PipelineOptions
 
         pipeline = Pipeline.__new__(Pipeline)
         pipeline.ctx, pipeline.handle = ctx, next(self._addresses)
+        pipeline.pipeline_options = PipelineOptions()
         for name, value in options.items():
             setattr(pipeline, name, value)
         ctx.track(pipeline)
