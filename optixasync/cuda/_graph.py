@@ -36,8 +36,9 @@ import gc
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..errors import CudaError, GraphCaptureError, StaleGraphError
+from ..errors import CudaError, GraphCaptureError, OptixError, StaleGraphError
 from ._capture import Capture, _active, capture_lock
+from ._errors import is_cuda_exception
 from ._events import fence_event, record_event
 from ._streams import as_cupy_stream, stream_handle
 
@@ -156,8 +157,10 @@ class StreamGraph:
         Raises
         ------
         GraphCaptureError
-            If ``work`` enqueued something a graph cannot hold (see :mod:`optixasync.cuda._capture`), or the
-            driver invalidated the capture. Nothing was enqueued; the graph recorded before, if any, is kept.
+            If ``work`` enqueued something a graph cannot hold (see :mod:`optixasync.cuda._capture`), a CUDA
+            or OptiX call inside it failed (as calls that cannot be captured do), or the driver invalidated
+            the capture. Nothing was enqueued; the graph recorded before, if any, is kept. Other exceptions
+            of ``work`` propagate as they are, after the capture was ended and discarded.
         """
         api = graph_api()
         handle = stream_handle(stream)
@@ -192,9 +195,13 @@ class StreamGraph:
                     raise
             try:
                 value = run()
-            except BaseException:
+            except BaseException as exc:
                 self._end(api, handle, discard=True)
                 self._release(capture)
+                if isinstance(exc, (CudaError, OptixError)) or is_cuda_exception(exc):
+                    # A CUDA or OptiX call that cannot run inside a capture fails with a capture error (the
+                    # capture is invalid from then on, the stream usable again once it ended): uncapturable.
+                    raise GraphCaptureError(f"a call failed inside the capture ({exc})") from exc
                 raise
             try:
                 graph = self._end(api, handle, discard=False)

@@ -109,6 +109,9 @@ class Frame:
         Whether the frame asked to run as a frame graph.
     capturing : bool
         Whether the work is being captured into the slot's graph right now.
+    destinations : Destinations
+        The pinned destinations its readbacks land in: the slot's (``slot_destinations``), or one of
+        its frame graphs' own.
     stats : FrameStats
         Filled as the frame is recorded and when it retires.
     """
@@ -134,6 +137,8 @@ class Frame:
         self.key: Any = None
         self.graph = False
         self.capturing = False
+        self.destinations = slot.destinations  # where readbacks land (a frame graph's own set, when replayed)
+        self.slot_destinations = slot.destinations
 
     # -- the stream protocol -------------------------------------------------------------------------------------
     def __cuda_stream__(self) -> tuple[int, int]:
@@ -208,13 +213,25 @@ class Frame:
         return int(staged.device.ptr) + int(fields[name][1])
 
     # -- GPU work ----------------------------------------------------------------
-    def launch(self, pipeline: Any, sbt: Any, width: int, height: int = 1, depth: int = 1) -> None:
-        """Enqueue ``optixLaunch`` with this frame's parameters (copied to the device on the first launch)."""
+    def launch(self, pipeline: Any, sbt: Any, width: int, height: int = 1, depth: int = 1, *,
+               params_size: int | None = None) -> None:
+        """Enqueue ``optixLaunch`` with this frame's parameters (copied to the device on the first launch).
+
+        ``params_size`` launches with the leading bytes of the parameters only (default: all of them):
+        a layout that starts with the program's launch parameters and carries more fields for the
+        frame's own kernels (:meth:`param_address`).
+        """
         if self.submitted:
             self._check_recording()
         staged = self._slot.params
         if staged is None:
             raise RuntimeError("this scheduler was created without params_dtype; it has no launch parameters")
+        size = staged.nbytes
+        if params_size is not None:
+            if isinstance(params_size, bool) or not isinstance(params_size, int) or not 0 < params_size <= size:
+                raise ValueError(f"params_size must be an int in [1, {size}] (the parameters' size), "
+                                 f"got {params_size!r}")
+            size = params_size
         owner = self._owner
         if pipeline.ctx is not owner.ctx:
             owner.ctx.require_own(pipeline, "the pipeline")
@@ -227,8 +244,7 @@ class Frame:
             if not self.launched:
                 self.upload_params()
             launch = _clock()
-            pipeline.launch(sbt, staged.device_ptr, width, height, depth, stream=self._handle,
-                            params_size=staged.nbytes)
+            pipeline.launch(sbt, staged.device_ptr, width, height, depth, stream=self._handle, params_size=size)
         end = _clock()
         stats = self.stats
         stats.launch_ms += (end - launch) * 1e3
@@ -283,7 +299,7 @@ class Frame:
         with _nvtx.annotate("optixasync.readback"):
             if not self.started:
                 self.begin_gpu_work()
-            destination = self._slot.destinations.get(name, device_array.shape, device_array.dtype,
+            destination = self.destinations.get(name, device_array.shape, device_array.dtype,
                                                       allocate=not self.capturing)
             if destination is None:
                 raise GraphCaptureError(f"readback {name!r} has no fixed destination of its shape yet (a frame of "

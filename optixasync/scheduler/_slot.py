@@ -103,6 +103,15 @@ class Destinations:
         self.generation += 1
         return entry
 
+    def held(self, names: Any) -> str | None:
+        """The first of ``names`` whose destination something still refers to, or None."""
+        entries = self._entries
+        for name in names:
+            entry = entries.get(name)
+            if entry is not None and _references(entry.view) != entry.baseline:
+                return name
+        return None
+
     def hand_over(self, names: Any) -> bool:
         """Give every destination of ``names`` that something still refers to to its holder; whether any was."""
         handed = False
@@ -114,6 +123,12 @@ class Destinations:
                 self.reason = f"readback {name!r} still held when its slot came round"
                 handed = True
         return handed
+
+    def like(self, other: Destinations, names: Any) -> None:
+        """Make destinations of ``names`` shaped as ``other``'s (a new set for the same frame)."""
+        for name in names:
+            entry = other._entries[name]
+            self._make(name, entry.shape, entry.dtype)
 
     def names(self) -> tuple[str, ...]:
         """The names of the slot's destinations."""

@@ -239,3 +239,14 @@ def test_capture_of_is_none_outside_captures():
     capture = Capture(0x5000)
     capture.hold(1)
     assert capture.holds == [1]
+
+
+def test_a_cuda_or_optix_error_inside_a_capture_means_uncapturable(cuda):
+    from optixasync.errors import OptixError
+
+    def fails(stream):
+        raise OptixError(7900, "OPTIX_ERROR_CUDA_ERROR", "optixAccelBuild failed")
+
+    with pytest.raises(GraphCaptureError, match="failed inside the capture") as info:
+        StreamGraph().record(StubStream(non_blocking=True), fails)
+    assert isinstance(info.value.__cause__, OptixError) and _active == {}

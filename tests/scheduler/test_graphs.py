@@ -202,7 +202,7 @@ def test_a_hook_that_asks_for_a_new_capture_is_heard_at_the_next_frame(cuda):
 
 # -- readbacks still held as their slot comes round ---------------------------------------------------------------
 
-def test_a_held_result_keeps_its_buffer_and_the_slot_captures_again_at_once(cuda):
+def test_a_held_result_keeps_its_buffer_and_the_slot_captures_another_variant_at_once(cuda):
     rig = Rig(cuda, slots=1)
     for k in range(3):
         rig.frame(k)
@@ -212,11 +212,42 @@ def test_a_held_result_keeps_its_buffer_and_the_slot_captures_again_at_once(cuda
     rig.frame(4)
     rig.frame(5)
     assert rig.modes() == ["eager", "capture", "replay", "replay", "capture", "replay"]
-    assert rig.reasons()[4] == "readback 'out' still held when its slot came round"
+    assert rig.reasons()[4] == "readbacks still held: another set of destinations"
     assert result["out"].ctypes.data == address  # the held view was not redirected
     latest = cuda.graph_api.graphs[max(cuda.graph_api.graphs)]
-    assert latest[2][1][0] != address  # the new capture copies into a new destination
+    assert latest[2][1][0] != address  # the new variant copies into destinations of its own
     assert held.handle.result() is result
+    assert len(rig.sched._slots[0].graph.variants) == 2
+    rig.sched.close()
+
+
+def test_a_loop_that_polls_after_each_frame_settles_on_two_variants_per_slot(cuda):
+    rig = Rig(cuda, slots=2)
+    cuda.pause()  # the GPU is behind: a frame retires when the host waits for its slot, before the poll
+    for k in range(12):
+        rig.frame(k)
+    cuda.resume()
+    rig.sched.drain()
+    assert rig.modes() == ["eager"] * 2 + ["capture"] * 4 + ["replay"] * 6
+    assert rig.reasons()[4] == rig.reasons()[5] == "readbacks still held: another set of destinations"
+    assert [len(slot.graph.variants) for slot in rig.sched._slots] == [2, 2]
+    rig.sched.close()
+
+
+def test_with_every_result_kept_the_oldest_variant_is_handed_over_and_captured_again(cuda):
+    from optixasync.scheduler._graphs import MAX_VARIANTS
+
+    rig = Rig(cuda, slots=1)
+    for k in range(2):
+        rig.frame(k)
+    for k in range(2, 8):
+        rig.frame(k, keep=True)
+    assert rig.modes()[:2] == ["eager", "capture"] and rig.modes()[2:] == ["replay"] + ["capture"] * 5
+    assert len(rig.sched._slots[0].graph.variants) == MAX_VARIANTS
+    assert rig.reasons()[-1] == "readback 'out' still held when its slot came round"
+    addresses = [r["out"].ctypes.data for r in rig.kept]
+    assert len(set(addresses)) == len(addresses)  # every kept result has its own buffer
+    assert [c[0] for c in cuda.calls].count("update") >= 1  # a recycled variant updates its graph in place
     rig.sched.close()
 
 
