@@ -453,7 +453,7 @@ class FakeStream:
 class StubSlot:
     def __init__(self, index: int) -> None:
         self.index = index
-        self.params = self.params_view = None
+        self.params = self.params_view = self.destinations = None
         self.released = False
 
     def release(self) -> None:
