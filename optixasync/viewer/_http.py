@@ -1,6 +1,6 @@
 """The viewer's HTTP surface: fixed routes only, security headers, and the Host and Origin checks.
 
-The page and its two assets are read once from the package's ``static``
+The page and its three assets are read once from the package's ``static``
 folder by fixed names; no route takes a path parameter, so no request can
 name a file. On a loopback bind a request whose ``Host`` names another host is
 refused (DNS rebinding), and a WebSocket whose ``Origin`` is another site's is
@@ -22,6 +22,7 @@ __all__ = ["SECURITY_HEADERS", "STATIC_FILES", "add_security_headers", "add_stat
 #: The only files served: route -> (file in the package's ``static`` folder, content type).
 STATIC_FILES = {
     "/": ("index.html", "text/html"),
+    "/static/viewer_ui.js": ("viewer_ui.js", "text/javascript"),
     "/static/viewer.js": ("viewer.js", "text/javascript"),
     "/static/viewer.css": ("viewer.css", "text/css"),
 }
