@@ -11,7 +11,8 @@ captures, eager frames: a graph row with few replays measured nothing):
 * **empty frame**: the busy program with no spin and a 256-float readback (``bench_pipeline.py``'s
   "empty frame"; round 1 measured its eager submit at 47 us p50, round 2 at 65 to 103 us);
 * **path tracer**: the Cornell box, 512x512, 1 spp per frame, progressive, the image read back every
-  frame (when the render pipeline's frames are capturable, see ``--no-pathtracer``);
+  frame (eager only for now: ``PathTracer.record`` writes the parameters and launches in one call, so it
+  has no work function to capture; ``--no-pathtracer`` leaves it out);
 * **cloth**: a rippling grid of about a million triangles moved by a kernel that reads the frame's time
   from the parameters, refitted, traced at 256x256 and read back, every frame.
 
@@ -144,9 +145,22 @@ def tiny_frames_per_second(ctx: Any, busy: BusyWorkload, *, graphs: bool, frames
     return fps, replays
 
 
-def pathtracer_case(ctx: Any) -> tuple[Any, Any, Any] | None:
-    """The path tracer's progressive frame as (params dtype, work, body), when its frames can be captured."""
-    return None  # the render pipeline's capturable frames are wired in by the render integration
+def pathtracer_case(ctx: Any) -> tuple[Any, Any, Any, Any]:
+    """The path tracer's progressive frame as (params dtype, work, body, tracer).
+
+    Its frames are recorded in one call (``PathTracer.record``: parameters, launch and readback), so there is
+    no work function yet and only the eager row is measured; the render pipeline's capturable frames give
+    the graph row.
+    """
+    from optixasync.render import PathTracer, RenderOptions
+    from optixasync.scene import cornell_box
+
+    tracer = PathTracer(ctx, cornell_box(), RenderOptions(width=512, height=512, spp=1, max_depth=8))
+
+    def body(f: Any, k: int) -> None:
+        tracer.record(f, 1, readback="image")
+
+    return tracer.params_dtype, None, body, tracer
 
 
 def main() -> None:
@@ -163,16 +177,19 @@ def main() -> None:
     with optixasync.Context() as ctx:
         busy = BusyWorkload(ctx)
         cases: list[tuple[str, tuple[Any, Any, Any], int]] = [("empty frame", empty_frame(ctx, busy), args.frames)]
-        pathtracer = pathtracer_case(ctx) if args.pathtracer else None
-        if pathtracer is not None:
-            cases.append(("path tracer 512x512, 1 spp, readback", pathtracer, args.frames))
+        tracer = None
+        if args.pathtracer:
+            *pathtracer, tracer = pathtracer_case(ctx)
+            cases.append(("path tracer 512x512, 1 spp, readback", tuple(pathtracer), args.frames))
         cloth = Cloth(ctx)
         cases.append((f"cloth, {cloth.triangles:,} triangles refitted, 256x256 readback",
                       (CLOTH_PARAMS, cloth.work, cloth.body), args.cloth_frames))
         for label, (dtype, work, body), frames in cases:
-            for graphs in (False, True):
+            for graphs in (False, True) if work is not None else (False,):
                 row = measure(ctx, dtype, work, body, graphs=graphs, frames=frames, warmup=args.warmup)
                 rows.append({"case": label, "mode": "graph" if graphs else "eager", **row})
+        if tracer is not None:
+            tracer.close()
         tiny = {mode: tiny_frames_per_second(ctx, busy, graphs=mode == "graph", frames=args.tiny_frames)
                 for mode in ("eager", "graph")}
     print("\n| frame | mode | host submit us (p50/p95) | host frame us (p50) | replays / captures / eager |")
@@ -180,8 +197,9 @@ def main() -> None:
     for r in rows:
         print(f"| {r['case']} | {r['mode']} | {r['submit_p50_us']:.1f}/{r['submit_p95_us']:.1f} | "
               f"{r['frame_p50_us']:.1f} | {r['replays']} / {r['captures']} / {r['eager']} |")
-    if pathtracer is None and args.pathtracer:
-        print("\n(path tracer row: its frames are not capturable in this tree yet)")
+    if tracer is not None:
+        print("\n(the path tracer's frames are recorded in one call, PathTracer.record: eager only until the render "
+              "pipeline's frames are capturable)")
     print("\n| host-bound loop of tiny frames | frames/s | replays |")
     print("|---|---|---|")
     for mode, (fps, replays) in tiny.items():
