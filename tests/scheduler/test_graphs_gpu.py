@@ -237,6 +237,33 @@ def test_the_rebuild_policy_captures_again_and_the_frames_stay_equal_to_eager_on
         np.testing.assert_array_equal(a[..., 3], b[..., 3])  # the hit distances (the image's alpha)
 
 
+def test_a_structure_compacted_between_frames_captures_again(ctx):
+    rest, indices = grid_mesh(64)
+    rig = ClothRig(ctx, cells=64, size=32)
+    rig.gas.close()
+    rig.gas = GeometryAccel(ctx, TriangleInput(rest, indices),
+                            options=AccelOptions(allow_update=True, allow_compaction=True))
+    sched = FrameScheduler(ctx, 1, params_dtype=CLOTH_PARAMS, graphs=True, options={"max_queued_results": 64})
+
+    def frame(k):
+        with sched.frame(rig.work) as f:
+            image = f.buffer("image", (32, 32, 4), np.float32)
+            p = f.params
+            p["image"], p["width"], p["height"], p["handle"] = image.data.ptr, 32, 32, rig.gas.handle
+            p["view_min"], p["view_max"], p["eye_z"], p["t"] = (-0.8, -0.8), (0.8, 0.8), -1.0, 0.1 * k
+        return f.handle.result(timeout=10)["image"].copy()
+
+    for k in range(4):
+        frame(k)
+    assert rig.gas.compact(wait=True, stream=sched.stream)  # outside any frame: new buffers, a new handle
+    images = [frame(k) for k in range(4, 8)]
+    reasons = sched.stats.graphs.capture_reasons
+    assert reasons["the acceleration structure was rebuilt, compacted or closed since the capture"] == 1, reasons
+    assert [s.graph for s in sched.stats.frames[4:]] == ["eager", "capture", "replay", "replay"]
+    assert all(np.isfinite(image).all() for image in images)
+    sched.close()
+
+
 def test_validation_mode_runs_eagerly_and_its_launches_still_wait():
     import optixasync
     from optixasync.cuda import spin_gpu
