@@ -114,13 +114,16 @@ def timeline_png(path: str, detail, host_ms: float, title: str, count: int = 10)
     colors = plt.cm.tab10.colors
     for f in frames:
         c = colors[f.index % 10]
+        hatch = "//" if f.graph == "replay" else ("xx" if f.graph == "capture" else None)  # frame graphs
         host_start = (f.host_begin - host_ms * 1e-3 - t0) * 1e3
-        ax.broken_barh([(host_start, (f.host_submit - f.host_begin) * 1e3 + host_ms)], (10, 8), color=c, alpha=0.8)
+        ax.broken_barh([(host_start, (f.host_submit - f.host_begin) * 1e3 + host_ms)], (10, 8), color=c, alpha=0.8,
+                       hatch=hatch)
         ax.text(host_start + 0.05, 14, str(f.index), fontsize=7, va="center")
         gpu_end = (f.host_done - t0) * 1e3
-        ax.broken_barh([(gpu_end - f.gpu_ms, f.gpu_ms)], (0, 8), color=c, alpha=0.8)
+        ax.broken_barh([(gpu_end - f.gpu_ms, f.gpu_ms)], (0, 8), color=c, alpha=0.8, hatch=hatch)
     ax.set_yticks([4, 14], ["GPU", "host"])
-    ax.set_xlabel("ms (GPU bars end when the completion thread saw the fence pass)")
+    ax.set_xlabel("ms (GPU bars end when the completion thread saw the fence pass; hatched: a frame graph's "
+                  "replay //, capture xx)")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

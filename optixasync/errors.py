@@ -28,7 +28,9 @@ __all__ = [
     "DriverNotFoundError",
     "MissingExtraError",
     "FrameAbortedError",
+    "GraphCaptureError",
     "ResultsOverflowError",
+    "StaleGraphError",
     "WorkerError",
 ]
 
@@ -69,6 +71,47 @@ class MissingExtraError(OptixAsyncError, ImportError):
 
 class FrameAbortedError(OptixAsyncError):
     """The frame raised while it was being recorded; its GPU work (if any) was fenced and discarded."""
+
+
+class GraphCaptureError(OptixAsyncError):
+    """Work that a CUDA graph cannot hold was enqueued while the graph was being captured.
+
+    Raised inside a capture (:class:`optixasync.cuda.StreamGraph`) by the call that cannot be captured:
+    a device allocation, an upload of host data, a wait for other GPU work, a deferred release,
+    or a capture the driver invalidated. The frame scheduler catches it and runs the frame eagerly,
+    counting ``reason``.
+
+    Attributes
+    ----------
+    reason : str
+        What could not be captured, and why.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"cannot capture this work into a CUDA graph: {reason}")
+
+    def __reduce__(self):
+        return (type(self), (self.reason,))
+
+
+class StaleGraphError(OptixAsyncError):
+    """A recorded CUDA graph no longer matches what it captured (a structure was rebuilt, a buffer replaced).
+
+    Raised by :meth:`optixasync.cuda.StreamGraph.launch`; record the work again.
+
+    Attributes
+    ----------
+    reason : str
+        What changed since the capture.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"the recorded graph is out of date: {reason}; record it again")
+
+    def __reduce__(self):
+        return (type(self), (self.reason,))
 
 
 class ResultsOverflowError(OptixAsyncError):

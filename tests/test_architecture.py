@@ -155,6 +155,130 @@ def test_the_checker_accepts_a_clean_tree(tmp_path):
     assert layer_violations(root, [("low", ("low",)), ("mid", ("mid",)), ("top", ("__init__",))], {"diag": "low"}) == []
 
 
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Every module of ``root`` (a package directory) and the modules of the package it imports (lazy ones too).
+
+    An import of a name from a package (``from ..cuda import Readiness``) points at the package's
+    ``__init__``; an import of a name from a module, at that module.
+    """
+    package = root.name
+    paths = {module_name(root, path): path for path in sorted(root.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        targets = set()
+        for _line, target in imports_of(path, module, package):
+            while target not in paths and "." in target:
+                target = target.rsplit(".", 1)[0]  # a name inside a module: the module
+            if target in paths and target != module:
+                targets.add(target)
+        graph[module] = targets
+    return graph
+
+
+def layer_cycles(root: Path, layers: list[tuple[str, tuple[str, ...]]]) -> list[list[str]]:
+    """The import cycles among modules of one layer (each as a list of modules, the first repeated at the end).
+
+    Strongly connected components of the import graph restricted to each layer's modules (Tarjan), each
+    reported with one cycle through it. Imports inside functions and under ``TYPE_CHECKING`` count: a lazy
+    import hides a circle from Python, not from a reader.
+    """
+    rank = rank_of(layers)
+    graph = import_graph(root)
+    top = len(layers) - 1
+
+    def layer(module: str) -> int:
+        return rank.get(top_name(module), top)
+
+    same = {m: sorted(t for t in targets if layer(t) == layer(m)) for m, targets in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[list[str]] = []
+
+    def connect(module: str) -> None:  # Tarjan's algorithm, recursive: the graph is a few hundred modules
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in same[module]:
+            if target not in index:
+                connect(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for module in sorted(same):
+        if module not in index:
+            connect(module)
+    return [_one_cycle(component, same) for component in sorted(components)]
+
+
+def _one_cycle(component: list[str], edges: dict[str, list[str]]) -> list[str]:
+    """A shortest cycle through the first module of a strongly connected component (breadth first)."""
+    start, members = component[0], set(component)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        module = queue.pop(0)
+        for target in edges[module]:
+            if target == start:
+                return paths[module] + [start]
+            if target in members and target not in paths:
+                paths[target] = paths[module] + [target]
+                queue.append(target)
+    return component + [start]  # unreachable for a strongly connected component
+
+
+#: Circles that the render-pipeline work removes (its review's item 12, and the cloth's kernel leaving the scene
+#: layer, item 6): tolerated here until then, and no others. The CLI's render command still names its plan's
+#: type from the GPU half (under TYPE_CHECKING) while the plan imports that half lazily.
+CYCLES_BEING_REMOVED = (
+    ("optixasync._driver", "optixasync._optix._loader"),
+    ("optixasync.cli._render", "optixasync.cli._render_gpu"),
+    ("optixasync.scene", "optixasync.scene._cloth"),
+)
+
+
+def test_no_import_cycle_inside_a_layer():
+    cycles = [c for c in layer_cycles(PACKAGE, LAYERS) if tuple(sorted(set(c))) not in CYCLES_BEING_REMOVED]
+    assert not cycles, "import cycles inside a layer:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_scheduler_has_no_import_cycle():
+    cycles = [c for c in layer_cycles(PACKAGE, LAYERS) if top_name(c[0]) == "scheduler"]
+    assert cycles == []
+
+
+def test_the_cycle_checker_catches_a_cycle_added_on_purpose(tmp_path):
+    root = tmp_path / "pkg"
+    layers = [("low", ("low",)), ("top", ("__init__",))]
+    _write(root, "__init__.py", "from . import low\n")
+    _write(root, "low/__init__.py", "from ._a import f\n")
+    _write(root, "low/_a.py", "from ._b import g\n")
+    _write(root, "low/_b.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._c import h\n")
+    _write(root, "low/_c.py", "def h():\n    from ._a import f  # lazy, and still a circle\n")
+    _write(root, "low/_d.py", "from . import _a\n")  # into the circle, not part of it
+    assert layer_cycles(root, layers) == [["pkg.low._a", "pkg.low._b", "pkg.low._c", "pkg.low._a"]]
+    _write(root, "low/_c.py", "def h():\n    return 1\n")
+    assert layer_cycles(root, layers) == []
+
+
+def test_the_cycle_checker_ignores_cycles_across_layers(tmp_path):
+    root = tmp_path / "pkg"
+    layers = [("low", ("low",)), ("mid", ("mid",)), ("top", ("__init__",))]
+    _write(root, "__init__.py", "")
+    _write(root, "low/__init__.py", "def f():\n    from ..mid import g\n")  # upward: the layer test's business
+    _write(root, "mid/__init__.py", "from ..low import f\n")
+    assert layer_cycles(root, layers) == []
+
+
 def _function_sizes(path: Path) -> list[tuple[str, int, int, bool]]:
     """(name, first line, lines of code without the docstring, carries the long-function mark) per function."""
     source = path.read_text()

@@ -4,6 +4,13 @@ Every operation is enqueued on a stream and recorded in the structure's
 :class:`~optixasync.cuda.Readiness`: work on another stream that traces,
 refits or instances the structure is ordered after it on the GPU.
 
+A refit enqueued on a stream being captured into a CUDA graph (a frame
+graph) goes into the graph: every launch of the graph refits again, counts
+in ``refits``, and, when the refit policy's next refit is a full rebuild or
+the structure was rebuilt or compacted since, says so, so that the graph is
+recorded again rather than replayed. Builds and compactions allocate, so
+they cannot be captured (:class:`~optixasync.errors.GraphCaptureError`).
+
 Blocking calls
 --------------
 None, except :meth:`AccelStructure.compact` with ``wait=True`` (it waits
@@ -24,7 +31,7 @@ import numpy as np
 
 from .._optix import check
 from .._optix import types as t
-from ..cuda import GpuTimer, Readiness, _nvtx, as_cupy_stream, stream_handle, synchronize
+from ..cuda import Capture, GpuTimer, Readiness, _nvtx, as_cupy_stream, capture_of, stream_handle, synchronize
 from ..validation import coerce_options
 
 if TYPE_CHECKING:
@@ -220,6 +227,7 @@ class AccelStructure:
                 self.close()
             raise
         end = timer.stop(span, stream)
+        self._captured_refit(None if building else capture_of(stream_handle(stream)))
         self.handle = int(handle.value)
         del temp  # freed in the stream's order: after the build, never under it
         if building and emit is not None:
@@ -230,6 +238,27 @@ class AccelStructure:
             # the staging to deferred release there) never lets the staging go back to the pool under the copy.
             end = self._size_event
         self.ready.adopt(end, stream)
+
+    def _captured_refit(self, capture: Capture | None) -> None:
+        """A refit went into a graph (``capture``; None: it did not): it must see these buffers at every launch,
+        and counts at every launch."""
+        if capture is None:
+            return
+        buffer, temp = self.buffer, self._temp_update
+        capture.hold(buffer, temp)
+        capture.check(lambda: None if self.buffer is buffer else
+                      "the acceleration structure was rebuilt, compacted or closed since the capture")
+        capture.after_replay(_ReplayedRefit(self))
+
+    def _replayed_refit(self, first: bool) -> str | None:
+        """A launch of a graph holding a refit: count it (the capture's own launch was counted by the call)."""
+        if not first:
+            self.refits += 1
+            self._refits_since_build += 1
+        every = self.options.rebuild_every
+        if every and self._refits_since_build >= every:
+            return "the structure's next refit is a full rebuild (AccelOptions.rebuild_every)"
+        return None
 
     # -- reporting -----------------------------------------------------------------
     @property
@@ -308,3 +337,17 @@ class AccelStructure:
 
     def _release_inputs(self) -> None:
         """Drop the device copies of the build inputs (each structure type knows its own)."""
+
+
+class _ReplayedRefit:
+    """The hook a captured refit leaves in its graph (see :meth:`AccelStructure._replayed_refit`)."""
+
+    __slots__ = ("_accel", "_launches")
+
+    def __init__(self, accel: AccelStructure) -> None:
+        self._accel = accel
+        self._launches = 0
+
+    def __call__(self, end: Any, stream: Any) -> str | None:
+        self._launches += 1
+        return self._accel._replayed_refit(first=self._launches == 1)

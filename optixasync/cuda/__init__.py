@@ -19,7 +19,9 @@ CuPy array code on a given stream and pool (``DeviceMemory.scope``), timing GPU 
 (:class:`GpuTimer`), converting any stream-like (:func:`as_cupy_stream`),
 translating CUDA failures into :class:`~optixasync.errors.CudaError`,
 using other libraries' device arrays in place with their stream order kept
-(:func:`consume_device_array`).
+(:func:`consume_device_array`), and GPU work captured once into a CUDA graph
+and replayed (:class:`StreamGraph`), with what each of these mechanisms does
+while its stream is being captured (:func:`capture_of`).
 
 Each module of optixasync that talks to CUDA lists the calls that may block
 the host, and why, in its own docstring ("Blocking calls"); the
@@ -28,10 +30,12 @@ run it under ``optixasync syncwatch``: it reports every call that blocked the
 host and the Python line that made it.
 """
 
+from ._capture import Capture, capture_of
 from ._context import Context, register_setup_step
 from ._deferred import DeferredRelease
 from ._errors import as_cuda_error, cuda_errors, reraise
 from ._events import EventPool, elapsed_ms, event_done, fence_event, record_event, synchronize, timing_event
+from ._graph import StreamGraph
 from ._interop import ConsumedArray, consume_device_array, is_library_array
 from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer, use_device
 from ._nvtx import enable_nvtx, nvtx_enabled, nvtx_range
@@ -42,6 +46,7 @@ from ._streams import StreamLike, as_cupy_stream, create_stream, join_streams, s
 from ._timer import GpuSpan, GpuTimer
 
 __all__ = [
+    "Capture",
     "ConsumedArray",
     "DeferredRelease",
     "Context",
@@ -53,9 +58,11 @@ __all__ = [
     "PinnedPool",
     "Readiness",
     "StagedStruct",
+    "StreamGraph",
     "StreamLike",
     "as_cuda_error",
     "as_cupy_stream",
+    "capture_of",
     "consume_device_array",
     "create_stream",
     "cuda_errors",

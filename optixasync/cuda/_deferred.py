@@ -11,8 +11,9 @@ import threading
 from collections import deque
 from typing import Any
 
+from ._capture import capture_of, refuse
 from ._events import event_done, record_event
-from ._streams import as_cupy_stream
+from ._streams import as_cupy_stream, stream_handle
 
 __all__ = ["DeferredRelease"]
 
@@ -28,7 +29,17 @@ class DeferredRelease:
         self._lock = threading.RLock()
 
     def after(self, stream: Any, *objects: Any) -> Any:
-        """Hold ``objects`` until the work enqueued on ``stream`` so far is done; returns the event."""
+        """Hold ``objects`` until the work enqueued on ``stream`` so far is done; returns the event.
+
+        Raises
+        ------
+        GraphCaptureError
+            If ``stream`` is being captured into a CUDA graph: the event could not be queried after the
+            capture (an upload's staging or a replaced buffer belongs before the capture).
+        """
+        if capture_of(stream_handle(stream)) is not None:
+            refuse("a deferred release on the captured stream (an upload's pinned staging, a replaced buffer): "
+                   "upload before the capture, or into a fixed buffer whose contents the graph copies")
         event = record_event(as_cupy_stream(stream))
         self._pending.append((event, objects))
         self.collect()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ._capture import capture_of, refuse
 from ._errors import as_cuda_error, cuda_errors, reraise
 
 __all__ = ["EventPool", "elapsed_ms", "event_done", "fence_event", "record_event", "synchronize", "timing_event"]
@@ -35,7 +36,16 @@ def timing_event() -> Any:
 
 
 def record_event(stream: Any, event: Any | None = None) -> Any:
-    """Record ``event`` (a new fence event if None) on ``stream`` (a CuPy stream) and return it."""
+    """Record ``event`` (a new fence event if None) on ``stream`` (a CuPy stream) and return it.
+
+    Raises
+    ------
+    GraphCaptureError
+        If ``stream`` is being captured: an event recorded inside a capture cannot be queried or waited for
+        afterwards.
+    """
+    if capture_of(int(stream.ptr)) is not None:
+        refuse("an event record on the captured stream (it could not be queried or waited for after the capture)")
     event = event if event is not None else fence_event()
     try:
         event.record(stream)

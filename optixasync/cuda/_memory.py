@@ -8,7 +8,9 @@ ordered on a stream and never synchronize the device. (CuPy's
 call needs a stream switch; calling the runtime directly costs about 3 us
 instead of 10 to 55 us per allocation, measured on an H200.) The pool keeps
 freed memory mapped (release threshold: unlimited), so a re-allocation
-does not map new pages. Host staging memory is page-locked and pooled by size
+does not map new pages. While a stream is being captured into a CUDA graph, an allocation on it is
+refused and a free on it is deferred to the graph's end (see :mod:`._capture`). Host staging memory is
+page-locked and pooled by size
 (``cupy.cuda.PinnedMemoryPool``), so that host-to-device and device-to-host
 copies are truly asynchronous.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import math
 import threading
 from collections.abc import Iterator
@@ -34,10 +37,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import CudaError
+from ._capture import capture_lock, capture_of, refuse
 from ._errors import cuda_errors, reraise
 from ._streams import stream_handle
 
 __all__ = ["DeviceMemory", "PinnedBuffer", "PinnedPool", "device_pointer", "use_device"]
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime() -> Any:
+    """CuPy's runtime module (looked up once: the copies of a frame call it several times)."""
+    import cupy
+
+    return cupy.cuda.runtime
 
 
 def use_device(device_id: int) -> None:
@@ -82,6 +94,10 @@ class _StreamOrderedAllocation:
 
     def __init__(self, runtime: Any, nbytes: int, stream: Any) -> None:
         handle = stream_handle(stream)
+        if capture_of(handle) is not None:
+            refuse(f"a device allocation of {nbytes} bytes on the captured stream (cudaMallocAsync would become a "
+                   "graph memory node, allocated anew at every launch): allocate it before the capture, as a "
+                   "frame's slot buffer (frame.buffer in the frame's body) or with the object that uses it")
         try:
             self.ptr = runtime.mallocAsync(nbytes, handle)
         except Exception as exc:
@@ -100,17 +116,29 @@ class _StreamOrderedAllocation:
         ptr = getattr(self, "ptr", None)  # unset when cudaMallocAsync itself raised (out of memory)
         if _exiting or ptr is None:
             return
-        handle = self._stream_handle
-        try:
-            self._runtime.freeAsync(ptr, handle)
-        except Exception:  # a context already destroyed: nothing left to free into
-            pass
-        with _streams_lock:
-            entry = _streams_in_use.get(handle)
-            if entry is not None:
-                entry[1] -= 1
-                if entry[1] == 0:
-                    del _streams_in_use[handle]
+        free = functools.partial(_free_block, self._runtime, ptr, self._stream_handle)
+        with capture_lock:  # a capture starting now either sees this free enqueued before it, or defers it
+            capture = capture_of(self._stream_handle)
+            if capture is None:
+                free()
+                return
+        # The stream is being captured: a free enqueued now would be captured (and replayed). The captured work
+        # may read this block, so it lives as long as the graph and is freed with it.
+        capture.defer_free(free)
+
+
+def _free_block(runtime: Any, ptr: int, handle: int) -> None:
+    """``cudaFreeAsync`` of one block on its stream, and the stream's bookkeeping."""
+    try:
+        runtime.freeAsync(ptr, handle)
+    except Exception:  # a context already destroyed: nothing left to free into
+        pass
+    with _streams_lock:
+        entry = _streams_in_use.get(handle)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _streams_in_use[handle]
 
 
 class DeviceMemory:
@@ -194,14 +222,22 @@ class DeviceMemory:
 
 
 def device_pointer(obj: Any) -> int:
-    """The device address of a ``cupy.ndarray``, ``MemoryPointer``, ``__cuda_array_interface__`` object or int."""
+    """The device address of a ``cupy.ndarray``, ``MemoryPointer``, ``__cuda_array_interface__`` object or int.
+
+    A ``MemoryPointer``'s ``ptr`` and a CuPy array's ``data.ptr`` are read first: CuPy builds its
+    ``__cuda_array_interface__`` afresh on every access (a dictionary, the dtype's description and the
+    current stream, several microseconds), and this is called on every copy of a frame.
+    """
     if isinstance(obj, int):
         return obj
+    ptr = getattr(obj, "ptr", None)
+    if ptr is None:
+        ptr = getattr(getattr(obj, "data", None), "ptr", None)
+    if isinstance(ptr, int):
+        return ptr
     interface = getattr(obj, "__cuda_array_interface__", None)
     if interface is not None:
         return int(interface["data"][0])
-    if hasattr(obj, "ptr"):
-        return int(obj.ptr)
     raise TypeError(f"expected device memory, got {type(obj).__name__}")
 
 
@@ -229,26 +265,20 @@ class PinnedBuffer:
         return array if shape is None else array.reshape(shape)
 
     def copy_to_device_async(self, dst: Any, stream: Any, nbytes: int | None = None) -> None:
-        """Enqueue a host-to-device copy into ``dst`` (a MemoryPointer or cupy array) on ``stream``."""
-        import cupy
-
+        """Enqueue a host-to-device copy into ``dst`` (a MemoryPointer, cupy array or address) on ``stream``."""
+        runtime = _runtime()
         nbytes = self.nbytes if nbytes is None else int(nbytes)
         try:
-            cupy.cuda.runtime.memcpyAsync(
-                device_pointer(dst), self.ptr, nbytes, cupy.cuda.runtime.memcpyHostToDevice, stream_handle(stream)
-            )
+            runtime.memcpyAsync(device_pointer(dst), self.ptr, nbytes, 1, stream_handle(stream))  # cudaMemcpyHostToDevice
         except Exception as exc:
             reraise(exc, "cudaMemcpyAsync (host to device)")
 
     def copy_from_device_async(self, src: Any, stream: Any, nbytes: int | None = None) -> None:
         """Enqueue a device-to-host copy from ``src`` into this buffer on ``stream``."""
-        import cupy
-
+        runtime = _runtime()
         nbytes = self.nbytes if nbytes is None else int(nbytes)
         try:
-            cupy.cuda.runtime.memcpyAsync(
-                self.ptr, device_pointer(src), nbytes, cupy.cuda.runtime.memcpyDeviceToHost, stream_handle(stream)
-            )
+            runtime.memcpyAsync(self.ptr, device_pointer(src), nbytes, 2, stream_handle(stream))  # cudaMemcpyDeviceToHost
         except Exception as exc:
             reraise(exc, "cudaMemcpyAsync (device to host)")
 
@@ -300,6 +330,9 @@ class PinnedPool:
         valid once ``stream`` has passed this point: wait for an event recorded after it, or deliver it
         behind a frame's fence.
         """
+        if capture_of(stream_handle(stream)) is not None:
+            refuse("a download into a newly leased pinned buffer on the captured stream (every launch of the "
+                   "graph would copy into that one buffer): read back into a fixed destination (frame.readback)")
         buffer, view = self.array(device_array.shape, device_array.dtype)
         buffer.copy_from_device_async(device_array, stream, int(device_array.nbytes))
         return view

@@ -43,6 +43,8 @@ class StagedStruct:
         The fields, over the pinned bytes: write them before :meth:`push`.
     device : cupy memory
         The device copy the kernels read.
+    device_ptr : int
+        Its address.
     nbytes : int
     """
 
@@ -52,11 +54,12 @@ class StagedStruct:
         self._staging = ctx.pinned.allocate(self.nbytes)
         self.host = self._staging.view(dtype, (1,)).reshape(())
         self.device = ctx.memory.alloc(self.nbytes, stream)
+        self.device_ptr = int(self.device.ptr)
 
     def push(self, stream: Any) -> None:
         """Enqueue the copy of :attr:`host` to :attr:`device` on ``stream`` (the host may rewrite it once the
         copy has run: the caller's fences say when)."""
-        self._staging.copy_to_device_async(self.device, stream, self.nbytes)
+        self._staging.copy_to_device_async(self.device_ptr, stream, self.nbytes)
 
     def release(self) -> None:
         """Let go of both buffers (their last use has passed)."""

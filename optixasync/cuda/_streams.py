@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Union, runtime_checkable
 
+from ._capture import capture_of, refuse
 from ._errors import cuda_errors, reraise
 
 __all__ = ["StreamLike", "as_cupy_stream", "create_stream", "join_streams", "stream_handle", "wait_event"]
@@ -47,6 +48,8 @@ def stream_handle(stream: Any) -> int:
         serialize the pipeline with every other stream of the device, or a
         negative number (no stream has one).
     """
+    if type(stream) is int and stream > 1:
+        return stream  # a raw handle: the common case inside the library (a frame's copies)
     if isinstance(stream, int) and not isinstance(stream, bool):
         handle = stream
     elif hasattr(stream, "__cuda_stream__"):
@@ -117,11 +120,21 @@ class _Handle:
 
 
 def wait_event(stream: Any, event: Any) -> None:
-    """Make work enqueued on ``stream`` from now on wait (on the GPU, not the host) for ``event``."""
+    """Make work enqueued on ``stream`` from now on wait (on the GPU, not the host) for ``event``.
+
+    Raises
+    ------
+    GraphCaptureError
+        If ``stream`` is being captured: a wait for work outside the capture crosses its boundary.
+    """
     import cupy
 
+    handle = stream_handle(stream)
+    if capture_of(handle) is not None:
+        refuse("a wait for another stream's work on the captured stream (it crosses the capture's boundary): "
+               "order the stream before the capture (the first frame of a shape does)")
     try:
-        cupy.cuda.runtime.streamWaitEvent(stream_handle(stream), event.ptr, 0)
+        cupy.cuda.runtime.streamWaitEvent(handle, event.ptr, 0)
     except Exception as exc:
         reraise(exc, "cudaStreamWaitEvent")
 

@@ -6,6 +6,10 @@ A :class:`GpuSpan` is a pair of timing events around some work; its
 and takes their events back once read, so a render loop creates no events
 per frame, and keeps the newest finished time.
 
+Inside a capture of its stream (a CUDA graph), :meth:`GpuTimer.start` gives
+a span that measures nothing: the graph's launches are timed around the
+graph (a frame's own timing events).
+
 Blocking calls
 --------------
 None: records and queries only; ``cudaEventElapsedTime`` is asked only of
@@ -17,6 +21,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from ._capture import capture_of
 from ._events import EventPool, elapsed_ms, record_event, timing_event
 
 __all__ = ["GpuSpan", "GpuTimer"]
@@ -72,13 +77,20 @@ class GpuTimer:
         self.last_ms: float | None = None
 
     def start(self, stream: Any) -> GpuSpan:
-        """Record a span's start event on ``stream`` (a CuPy stream)."""
+        """Record a span's start event on ``stream`` (a CuPy stream); a span that measures nothing inside a capture."""
+        if capture_of(int(stream.ptr)) is not None:
+            return GpuSpan(None)
         event = self._events.acquire()
         event.record(stream)
         return GpuSpan(event)
 
     def stop(self, span: GpuSpan, stream: Any) -> Any:
-        """Record the span's end on ``stream``; the timer reads it in a later :meth:`poll`. Returns the end event."""
+        """Record the span's end on ``stream``; the timer reads it in a later :meth:`poll`. Returns the end event.
+
+        A span started inside a capture records nothing (returns None).
+        """
+        if span.start is None:
+            return None
         span.end = self._events.acquire()
         span.end.record(stream)
         self._pending.append(span)
@@ -90,7 +102,8 @@ class GpuTimer:
 
         Nothing reads the event again; recording it afresh for a later span is safe.
         """
-        self._events.release(span.start)
+        if span.start is not None:
+            self._events.release(span.start)
 
     def poll(self) -> float | None:
         """Read every finished span, oldest first, and give its events back to the pool; returns :attr:`last_ms`."""

@@ -13,6 +13,9 @@ later, in :func:`optixasync.diagnostics._report.build_report`.
 ``optixAccelCompact`` by replacing those attributes of the process's
 ``OptixApi`` objects while a watch is active, and putting the originals
 back after: when no watch is active, OptiX calls go straight to the driver.
+It times the launches of CUDA graphs (``cuGraphLaunch``, through
+:func:`optixasync.cuda._graph.graph_api`) the same way: a replayed frame
+graph shows there as a frame's launches do.
 
 Blocking calls
 --------------
@@ -27,7 +30,7 @@ import threading
 import time
 from typing import Any
 
-from ._records import OPTIX_TIMED, StackFrame
+from ._records import GRAPH_TIMED, OPTIX_TIMED, StackFrame
 from ._stack import capture_stack
 
 __all__ = ["Collector", "OptixPatcher", "RawCall"]
@@ -271,6 +274,15 @@ class OptixPatcher:
             setattr(api, name, wrapper)
             self._patched.append((api, name, original, wrapper))
 
+    def patch_graphs(self, graphs: Any) -> None:
+        """Time ``graphs.launch`` (the CUDA graph calls in use) as ``cuGraphLaunch``."""
+        original = getattr(graphs, "launch", None)
+        if original is None or isinstance(original, _TimedEntry):
+            return
+        wrapper = _TimedEntry(self.collector, GRAPH_TIMED[0], original)
+        graphs.launch = wrapper
+        self._patched.append((graphs, "launch", original, wrapper))
+
     def install(self) -> None:
         module = self._module
         if module is None:
@@ -281,6 +293,12 @@ class OptixPatcher:
             self.patch(api)
         module._api_cache = _WatchingCache(self, cache)
         self._saved_cache = cache
+        from ..cuda import _graph
+
+        try:
+            self.patch_graphs(_graph.graph_api())
+        except ImportError:  # no cuda-bindings: nothing launches graphs
+            pass
 
     def uninstall(self) -> None:
         for api, name, original, wrapper in reversed(self._patched):

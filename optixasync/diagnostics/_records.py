@@ -21,6 +21,7 @@ __all__ = [
     "BLOCKING_CATEGORIES",
     "CATEGORY_HELP",
     "MEMORY_KINDS",
+    "GRAPH_TIMED",
     "OPTIX_TIMED",
     "SyncRecord",
     "StackFrame",
@@ -58,7 +59,8 @@ CATEGORY_HELP: dict[str, str] = {
     ALLOC: "driver allocation (cuMemAlloc / cuMemHostAlloc): maps memory and can synchronize the device",
     FREE: "driver free (cuMemFree / cuMemFreeHost): synchronizes the device before releasing",
     MODULE_LOAD: "module load or link (JIT): CPU work in the driver, can synchronize the device",
-    OPTIX: "an OptiX call that waited for the GPU (validation mode, or a synchronizing call inside it)",
+    OPTIX: "an OptiX call or a frame graph's launch that waited for the GPU (validation mode, or a synchronizing "
+           "call inside it)",
     IMPLICIT_SYNC: "a stream or context synchronization that CUPTI reported inside another call",
 }
 
@@ -85,6 +87,8 @@ _MODULE = {
 }
 #: OptiX entry points syncwatch times (they return at once unless something inside them waits).
 OPTIX_TIMED = ("optixLaunch", "optixAccelBuild", "optixAccelCompact")
+#: Graph launches syncwatch times the same way: a frame graph's replay holds the frame's launches.
+GRAPH_TIMED = ("cuGraphLaunch",)
 
 _SUFFIX = re.compile(r"(_v\d+|_ptds|_ptsz)$")
 
@@ -105,7 +109,7 @@ def classify(name: str) -> str | None:
     Stream-ordered allocation (``cuMemAllocAsync``, ``cuMemFreeAsync``,
     ``cuMemAllocFromPoolAsync``), launches, event records and queries are None.
     """
-    if name in OPTIX_TIMED:
+    if name in OPTIX_TIMED or name in GRAPH_TIMED:
         return OPTIX
     base = base_name(name)
     if base in _SYNC:

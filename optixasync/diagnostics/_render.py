@@ -84,7 +84,7 @@ def render_rich(report: Any, *, designed: bool = True, optix: bool = True, stack
                           _where(g))
         console.print(table)
     if optix and report.optix_calls:
-        table = Table(title="OptiX calls (host time inside the call)", title_justify="left")
+        table = Table(title="OptiX calls and graph launches (host time inside the call)", title_justify="left")
         for name in ("entry point", "calls", "blocked", "median ms", "max ms", "total ms"):
             table.add_column(name, justify="left" if name == "entry point" else "right")
         for name, s in report.optix_summary().items():
@@ -118,7 +118,7 @@ def render_plain(report: Any, *, designed: bool = True, optix: bool = True, stac
             lines.append(f"  {g['designed']:<18} {g['api']:<22} x{g['calls']:<5} total {g['total_ms']:9.3f} ms  "
                          f"max {g['max_ms']:9.3f} ms  {_where(g)}")
     if optix and report.optix_calls:
-        lines.append("OptiX calls (host time inside the call):")
+        lines.append("OptiX calls and graph launches (host time inside the call):")
         for name, s in report.optix_summary().items():
             lines.append(f"  {name:<20} calls {s['calls']:<6} blocked {s['blocked']:<6} median {s['median_ms']:.3f} ms  "
                          f"max {s['max_ms']:.3f} ms")

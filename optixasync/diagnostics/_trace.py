@@ -8,6 +8,11 @@ Lanes, one per row of the viewer:
 * GPU / frames: each frame's first to last GPU operation (timing events);
 * host / stalls (syncwatch): optional, the stalls of a :class:`SyncReport`.
 
+A frame that ran as its slot's CUDA graph is a frame like any other here
+(its timing events surround the graph's launch); its name says so
+(``frame 12 (graph replay)``, ``(graph capture)``) and its ``graph`` argument
+holds how it ran, with the reason of a capture or an eager fallback.
+
 The GPU times are CUDA event times relative to an origin event the
 scheduler records when it is created. They are placed on the host clock at
 the moment the origin was recorded (its stream is idle then, so the error is
@@ -71,6 +76,19 @@ def gpu_clock_offset(frames: Sequence[Any], origin_host: float) -> float:
     return max(bounds) if bounds else math.nan
 
 
+def _frame_name(f: Any) -> tuple[str, dict[str, Any]]:
+    """A frame's name in the trace (a graph's replay or capture says so) and its host arguments."""
+    graph = getattr(f, "graph", "")
+    name = f"frame {f.index}" + (f" (graph {graph})" if graph in ("replay", "capture") else "")
+    args = {"submit_ms": f.submit_ms, "launch_ms": f.launch_ms, "fence_wait_ms": f.fence_wait_ms,
+            "ahead": f.ahead, "in_flight": f.in_flight}
+    if graph:
+        args["graph"] = graph
+        if getattr(f, "graph_reason", ""):
+            args["graph_reason"] = f.graph_reason
+    return name, args
+
+
 def chrome_trace(source: Any, *, skip: int = 0, report: Any = None) -> dict[str, Any]:
     """The trace as a dict (``{"traceEvents": [...]}``).
 
@@ -102,9 +120,7 @@ def chrome_trace(source: Any, *, skip: int = 0, report: Any = None) -> dict[str,
         {"ph": "M", "name": "thread_name", "pid": GPU_PID, "tid": TID_GPU_FRAMES, "args": {"name": "frames"}},
     ]
     for f in frames:
-        name = f"frame {f.index}"
-        args = {"submit_ms": f.submit_ms, "launch_ms": f.launch_ms, "fence_wait_ms": f.fence_wait_ms,
-                "ahead": f.ahead, "in_flight": f.in_flight}
+        name, args = _frame_name(f)
         if _finite(f.host_begin, f.host_submit):
             events.append({"ph": "X", "name": name, "cat": "host", "pid": HOST_PID, "tid": TID_RECORD,
                            "ts": us(f.host_begin), "dur": round(max(0.0, f.host_submit - f.host_begin) * 1e6, 3),

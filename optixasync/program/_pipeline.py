@@ -164,21 +164,28 @@ class Pipeline:
         RuntimeError
             If the pipeline or ``sbt`` is closed (its device addresses would be freed memory).
         """
+        # Called once or more per frame: plain ints and the owning context pass the checks without the
+        # general validators (their Python cost was part of every frame's submit time).
         if not isinstance(sbt, ShaderBindingTable):
             raise TypeError(f"sbt must be a ShaderBindingTable, got {type(sbt).__name__}")
-        self.ctx.require_own(sbt, "the shader binding table")
-        dims = (as_int("width", width), as_int("height", height), as_int("depth", depth))
+        if sbt.ctx is not self.ctx:
+            self.ctx.require_own(sbt, "the shader binding table")
+        if type(width) is int and type(height) is int and type(depth) is int:
+            dims = (width, height, depth)
+        else:
+            dims = (as_int("width", width), as_int("height", height), as_int("depth", depth))
         if min(dims) < 1:
             raise ValueError(f"launch dimensions must be at least 1, got {dims}")
         if dims[0] * dims[1] * dims[2] > 2**30:
             raise ValueError(f"launch of {dims} exceeds OptiX's limit of 2**30 threads")
-        available = getattr(params, "nbytes", None)
+        available = None if type(params) is int else getattr(params, "nbytes", None)
         if params_size is None:
             if available is None:
                 raise TypeError("pass params_size when params is not an array")
             params_size = int(available)
         else:
-            params_size = as_int("params_size", params_size, 0)
+            if type(params_size) is not int or params_size < 0:
+                params_size = as_int("params_size", params_size, 0)
             if available is not None and params_size > int(available):
                 # OptiX would read past the end of the parameter block.
                 raise ValueError(f"params_size {params_size} exceeds the {int(available)} bytes of params")

@@ -36,18 +36,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+import numpy as np
 
 from ..cuda import EventPool, GpuSpan, elapsed_ms, synchronize
 from ._results import FrameHandle, FrameResult, ResultQueue
+from ._stats import FrameStats
 
 if TYPE_CHECKING:
-    from ._frame import Frame
     from ._options import SchedulerOptions
     from ._ring import FrameRing, InFlight
     from ._stats import SchedulerStats
 
-__all__ = ["Completion"]
+__all__ = ["Completion", "Retiring"]
 
 _log = logging.getLogger("optixasync")
 _POLL_INTERVAL_S = 50e-6  # sleep between fence queries of a timed wait without the completion thread
@@ -55,8 +57,24 @@ _POLL_INTERVAL_S = 50e-6  # sleep between fence queries of a timed wait without 
 Finished = list[tuple[FrameHandle, list[Callable]]]
 
 
+class Retiring(Protocol):
+    """What retirement reads of a submitted frame (a scheduler ``Frame``)."""
+
+    index: int
+    stats: FrameStats
+    span: GpuSpan | None
+    error: BaseException | None
+    handle: FrameHandle
+
+    def retire(self) -> dict[str, np.ndarray]:
+        """The frame's readbacks (views of its pinned destinations); the frame lets go of its temporaries."""
+
+
 class Completion:
     """The retirement half of a :class:`FrameScheduler`: fences, timing, results, delivery, callbacks.
+
+    It is also the owner of the frames' handles (:class:`~._results.HandleOwner`): a handle claims its
+    result and waits for its frame here.
 
     Parameters
     ----------
@@ -70,7 +88,7 @@ class Completion:
         The scheduler's stream (the origin event is recorded there).
     """
 
-    def __init__(self, ring: FrameRing[Frame], lock: threading.RLock, options: SchedulerOptions,
+    def __init__(self, ring: FrameRing[Retiring], lock: threading.RLock, options: SchedulerOptions,
                  stats: SchedulerStats, stream: Any) -> None:
         self._ring = ring
         self._lock = lock
@@ -90,6 +108,7 @@ class Completion:
         self._closed = False
         self._stopped = False  # the completion thread stopped on an error: frames retire inline from then on
         self._work = threading.Condition(lock)
+        self._idle = False  # the thread waits on the condition for a frame (under the lock)
         self._thread: threading.Thread | None = None
         if options.completion_thread:
             self._thread = threading.Thread(target=self._loop, name="optixasync-completion", daemon=True)
@@ -104,14 +123,9 @@ class Completion:
         event.record(stream)
         return GpuSpan(event)
 
-    def fence(self, frame: Frame) -> Any:
-        """Record the frame's fence on its stream: the end of its span when timed. Returns the fence."""
-        pool = self._timing_events if self._options.timing else self._fence_events
-        fence = pool.acquire()
-        fence.record(frame.stream)
-        if frame.span is not None:
-            frame.span.end = fence
-        return fence
+    def new_fence(self) -> Any:
+        """An event for a frame's fence (a timing event when timed: it ends the frame's span), not recorded yet."""
+        return (self._timing_events if self._options.timing else self._fence_events).acquire()
 
     @property
     def threaded(self) -> bool:
@@ -119,11 +133,35 @@ class Completion:
         return self._thread is not None and not self._stopped and self._thread.is_alive()
 
     def notify(self) -> None:
-        """Wake the completion thread: a frame was submitted (call with the lock held)."""
-        self._work.notify()
+        """Wake the completion thread if it waits for a frame: one was submitted (call with the lock held).
+
+        While the thread waits on a fence it needs no wake-up (it finds the new frame when that fence passes),
+        so the condition is only notified when the thread is idle.
+        """
+        if self._idle:
+            self._work.notify()
+
+    # -- the handles' owner ------------------------------------------------------------------------------------
+    def claim(self, handle: FrameHandle) -> None:
+        """Claim ``handle``'s result for the handle: not queued for poll() from now on, and out of the queue.
+
+        Under the lock that retirement holds while it decides where a result goes, so a claim is either
+        seen by the retirement or removes what it queued.
+        """
+        with self._lock:
+            handle.claimed = True
+            if handle.done():
+                self.results.discard(handle.index)
+
+    def wait_for(self, handle: FrameHandle, deadline: float | None) -> bool:
+        """Wait until ``handle``'s frame has retired or ``deadline`` passed (for ``FrameHandle.result``)."""
+        if not self.threaded and not self.retire_through(handle.index, deadline):
+            return False
+        remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
+        return handle.wait(remaining)
 
     # -- retirement ------------------------------------------------------------------------------------------
-    def _read_timing(self, frame: Frame, fence: Any) -> None:
+    def _read_timing(self, frame: Retiring, fence: Any) -> None:
         stats, span = frame.stats, frame.span
         if span is None or not self._options.timing:
             return
@@ -143,26 +181,24 @@ class Completion:
         else:
             self._fence_events.release(fence)
 
-    def _retire(self, entry: InFlight[Frame]) -> tuple[FrameHandle, list[Callable]]:
+    def _retire(self, entry: InFlight[Retiring]) -> tuple[FrameHandle, list[Callable]]:
         begin = time.perf_counter()
         frame = entry.payload
         stats = frame.stats
         stats.host_done = begin
         self._read_timing(frame, entry.fence)
         self._recycle_fence(entry.fence)
+        readbacks = frame.retire()
         result = None
         if frame.error is None and not frame.handle.done():  # done: aborted when the completion thread stopped
-            result = FrameResult(frame.index, dict(frame.readbacks), stats)
+            result = FrameResult(frame.index, readbacks, stats)
             if self._options.keep_results and not frame.handle.claimed:
                 self._queue(result)
-        frame.readbacks = []
-        frame.holds.clear()
-        frame.span = None
         stats.retire_ms = (time.perf_counter() - begin) * 1e3
         self._stats.add(stats, fold=False)  # folded by the caller, outside the scheduler's lock
-        return frame.handle, frame.handle._finish(result, frame.error)
+        return frame.handle, frame.handle.finish(result, frame.error)
 
-    def _retire_batch(self, entries: list[InFlight[Frame]]) -> tuple[Finished, BaseException | None]:
+    def _retire_batch(self, entries: list[InFlight[Retiring]]) -> tuple[Finished, BaseException | None]:
         """Retire ``entries`` (taken off the ring, in order), under the lock; returns the callbacks and any error.
 
         The entries are off the ring, so nothing else would finish their handles: if retiring one raises, it
@@ -175,7 +211,7 @@ class Completion:
             except BaseException as exc:
                 for failed in entries[k:]:
                     handle = failed.payload.handle
-                    finished.append((handle, handle._finish(None, exc)))
+                    finished.append((handle, handle.finish(None, exc)))
                 return finished, exc
         return finished, None
 
@@ -267,7 +303,11 @@ class Completion:
         while True:
             with self._lock:
                 while not self._closed and self._ring.oldest() is None:
-                    self._work.wait()
+                    self._idle = True
+                    try:
+                        self._work.wait()
+                    finally:
+                        self._idle = False
                 oldest = self._ring.oldest()
                 if oldest is None:
                     return  # closed, and nothing left in flight
@@ -283,7 +323,7 @@ class Completion:
         """
         with self._lock:
             self._stopped = True
-            finished = [(entry.payload.handle, entry.payload.handle._finish(None, cause))
+            finished = [(entry.payload.handle, entry.payload.handle.finish(None, cause))
                         for entry in self._ring.in_flight()]
         self.run_callbacks(finished)
 

@@ -1,4 +1,4 @@
-"""One frame being recorded, and the slot resources it reuses.
+"""One frame being recorded: its slot, parameters, handle, GPU span, readbacks, temporaries and work.
 
 A :class:`Frame` holds everything about its frame: the slot, the launch
 parameters in the slot's pinned staging, its handle, the GPU span that
@@ -13,6 +13,16 @@ its stream (``gas.refit(v, stream=frame)``): a ``Frame`` is a stream-like
 Work enqueued directly on :attr:`Frame.stream` before that is ordered with
 the frame but not counted in its ``gpu_ms``.
 
+A frame may carry a **work** function (``sched.frame(work)``): the GPU work
+that is the same every frame except for the parameters, run when the frame
+is submitted, after the ``with`` block has written the parameters. It is
+what a frame graph captures (:mod:`._graphs`); without a graph it runs
+eagerly, with the same result.
+
+The hot path is written flat (no context managers, timing by hand, the
+stream's handle kept as an int): these methods run several times per frame
+and their Python cost is the frame's submit cost (``benchmarks/bench_submit.py``).
+
 Blocking calls
 --------------
 None: pinned copies, stream-ordered allocations and event records.
@@ -22,44 +32,53 @@ validation mode on.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..cuda import GpuSpan, StagedStruct, _nvtx
+from ..cuda import GpuSpan, _nvtx, capture_of
+from ..errors import GraphCaptureError
 from ._results import FrameHandle
+from ._slot import Slot
 from ._stats import FrameStats
 
 if TYPE_CHECKING:
-    from ._scheduler import FrameScheduler
+    from ..cuda import Context
 
-__all__ = ["Frame", "Slot"]
+__all__ = ["Frame", "FrameOwner"]
+
+_clock = time.perf_counter
 
 
-class Slot:
-    """Resources of one frame slot, reused by every N-th frame: parameter staging and persistent buffers."""
+class FrameOwner(Protocol):
+    """What a :class:`Frame` asks of its scheduler."""
 
-    def __init__(self, scheduler: FrameScheduler, index: int) -> None:
-        self.index = index
-        self.params: StagedStruct | None = None
-        if scheduler.params_dtype is not None:
-            self.params = StagedStruct(scheduler.ctx, scheduler.params_dtype, scheduler.stream)
-        self.buffers: dict[str, Any] = {}
+    ctx: Context
+    stream: Any
+    params_dtype: np.dtype | None
+    frames_in_flight: int
 
     @property
-    def params_view(self) -> np.ndarray | None:
-        """The launch parameters in pinned memory (None without a parameter layout)."""
-        return self.params.host if self.params is not None else None
+    def closed(self) -> bool:
+        """Whether the scheduler was closed."""
 
-    def release(self) -> None:
-        """Let go of the slot's device and pinned memory (the scheduler is closing; its frames have completed)."""
-        self.buffers = {}
-        if self.params is not None:
-            self.params.release()
-            self.params = None
+    def start_span(self, stream: Any) -> GpuSpan | None:
+        """The GPU span of a frame's work, starting now on ``stream`` (None without timing)."""
+
+
+def _as_shape(shape: Any) -> tuple[int, ...]:
+    """A shape as a tuple of ints; tuples of ints and ints pass through without numpy."""
+    if type(shape) is tuple:
+        for s in shape:
+            if type(s) is not int:
+                break
+        else:
+            return shape
+    elif type(shape) is int:
+        return (shape,)
+    return tuple(int(s) for s in np.atleast_1d(shape))
 
 
 class Frame:
@@ -85,38 +104,58 @@ class Frame:
     frames_in_flight : int
         The scheduler's slot count (stages that keep state per slot size it by this).
     launched : bool
-        Whether the frame has launched (its parameters are on their way).
+        Whether the frame's parameters are on their way to the device (its first launch, or
+        :meth:`upload_params`).
+    work : callable or None
+        The frame's work function (``sched.frame(work)``), called with the frame at submit.
+    key : object
+        What the frame's work depends on besides its buffers (``sched.frame(work, key=...)``).
+    graph : bool
+        Whether the frame asked to run as a frame graph.
+    capturing : bool
+        Whether the work is being captured into the slot's graph right now.
+    destinations : Destinations
+        The pinned destinations its readbacks land in: the slot's (``slot_destinations``), or one of
+        its frame graphs' own.
     stats : FrameStats
         Filled as the frame is recorded and when it retires.
     """
 
-    def __init__(self, scheduler: FrameScheduler, index: int, slot: Slot, stats: FrameStats) -> None:
-        self._scheduler = scheduler
+    def __init__(self, owner: FrameOwner, index: int, slot: Slot, stats: FrameStats, handle: FrameHandle) -> None:
+        self._owner = owner
         self.index = index
         self.slot = slot.index
         self._slot = slot
-        self.stream = scheduler.stream
-        self.ctx = scheduler.ctx
-        self.frames_in_flight = scheduler.frames_in_flight
+        self.stream = owner.stream
+        self._handle = int(self.stream.ptr)  # the raw stream handle, for the copies
+        self.ctx = owner.ctx
+        self.frames_in_flight = owner.frames_in_flight
         self.params = slot.params_view
         self.stats = stats
-        self.handle = FrameHandle(index, scheduler)
+        self.handle = handle
         self.launched = False
         self.submitted = False  # set by submit() or close(): the frame's methods refuse work from then on
         self.started = False  # whether GPU work of this frame has been enqueued (its timer started)
         self.span: GpuSpan | None = None  # timing events around the frame's GPU work
         self.error: BaseException | None = None  # what aborted the recording, if anything
         self.holds: list[Any] = []  # per-frame staging and temporaries, released when the frame retires
-        self.readbacks: list[tuple[str, np.ndarray]] = []  # name, view of the pinned buffer leased for it
+        self.readbacks: list[tuple[str, np.ndarray]] = []  # name, view of the slot's pinned destination for it
+        self.work: Callable[[Frame], Any] | None = None
+        self.key: Any = None
+        self.graph = False
+        self.capturing = False
+        self.destinations = slot.destinations  # where readbacks land (a frame graph's own set, when replayed)
+        self.slot_destinations = slot.destinations
 
     # -- the stream protocol -------------------------------------------------------------------------------------
     def __cuda_stream__(self) -> tuple[int, int]:
         """The scheduler's stream, for any call that takes a stream; marks the start of the frame's GPU work."""
-        self.begin_gpu_work()
-        return 0, self.stream.ptr
+        if self.submitted or not self.started:
+            self.begin_gpu_work()
+        return 0, self._handle
 
     def _check_recording(self) -> None:
-        if self.submitted and self._scheduler.closed:
+        if self.submitted and self._owner.closed:
             raise RuntimeError(f"frame {self.index}'s scheduler was closed: the frame takes no more work")
         if self.submitted:
             raise RuntimeError(f"frame {self.index} was already submitted: enqueue its work inside its with block "
@@ -131,55 +170,109 @@ class Frame:
             If the frame was already submitted (the work would be outside its
             fence), or its scheduler was closed.
         """
-        self._check_recording()
+        if self.submitted:
+            self._check_recording()
         if not self.started:
             self.started = True
-            self.span = self._scheduler._completion.start_span(self.stream)
+            self.span = self._owner.start_span(self.stream)
 
-    @contextlib.contextmanager
-    def _timed(self) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.stats.submit_ms += (time.perf_counter() - start) * 1e3
+    # -- parameters ----------------------------------------------------------------------------------------------
+    def upload_params(self) -> None:
+        """Enqueue the copy of :attr:`params` to the device now (the first launch does it otherwise); once per frame.
 
-    # -- GPU work ----------------------------------------------------------------
-    def _upload_params(self) -> None:
-        if self.launched or self._slot.params is None:
+        Work of the frame that reads the parameters on the GPU (through :meth:`param_address`) comes after it.
+        """
+        staged = self._slot.params
+        if self.launched or staged is None:
             return
-        self.begin_gpu_work()
-        self._slot.params.push(self.stream)
+        if not self.started:
+            self.begin_gpu_work()
+        staged.push(self._handle)
         self.launched = True
 
+    @property
+    def device_params(self) -> Any:
+        """The device copy of the parameters (a ``cupy.cuda.MemoryPointer``; None without a parameter layout)."""
+        staged = self._slot.params
+        return staged.device if staged is not None else None
+
+    def param_address(self, name: str) -> int:
+        """The device address of parameter field ``name``, for kernels of the frame's own that read it on the GPU.
+
+        Enqueues the parameters' upload first (:meth:`upload_params`), so write them before asking. A frame
+        graph's kernels read per-frame values this way: their arguments are fixed at capture, the memory's
+        contents are not.
+
+        Raises
+        ------
+        RuntimeError
+            Without a parameter layout.
+        KeyError
+            If the layout has no field ``name``.
+        """
+        staged = self._slot.params
+        if staged is None:
+            raise RuntimeError("this scheduler was created without params_dtype; it has no launch parameters")
+        fields = self._owner.params_dtype.fields
+        if name not in fields:
+            raise KeyError(f"the parameter layout has no field {name!r}; it has {sorted(fields)}")
+        self.upload_params()
+        return int(staged.device.ptr) + int(fields[name][1])
+
+    # -- GPU work ----------------------------------------------------------------
     def launch(self, pipeline: Any, sbt: Any, width: int, height: int = 1, depth: int = 1, *,
-               params: Any = None) -> None:
+               params_size: int | None = None, params: Any = None) -> None:
         """Enqueue ``optixLaunch`` with this frame's parameters (copied to the device on the first launch).
 
-        ``params`` (a numpy value of the scheduler's ``params_dtype``) gives this launch parameters of its own
-        instead, uploaded through pinned staging and held until the frame retires: several launches of one
-        frame with different parameters (the samples of a still, launch after launch).
+        ``params_size`` launches with the leading bytes of the parameters only (default: all of them):
+        a layout that starts with the program's launch parameters and carries more fields for the
+        frame's own kernels (:meth:`param_address`). ``params`` (a numpy value of the scheduler's
+        ``params_dtype``) gives this launch parameters of its own instead, uploaded through pinned staging and
+        held until the frame retires: several launches of one frame with different parameters (the samples of
+        a still, launch after launch; such a frame runs eagerly).
         """
-        self._check_recording()
-        if self._slot.params is None:
+        if self.submitted:
+            self._check_recording()
+        staged = self._slot.params
+        if staged is None:
             raise RuntimeError("this scheduler was created without params_dtype; it has no launch parameters")
-        self._scheduler.ctx.require_own(pipeline, "the pipeline")
-        with self._timed(), _nvtx.annotate("optixasync.launch"):
-            if params is None:
-                self._upload_params()
-                device = self._slot.params.device
+        size = staged.nbytes
+        if params_size is not None:
+            if isinstance(params_size, bool) or not isinstance(params_size, int) or not 0 < params_size <= size:
+                raise ValueError(f"params_size must be an int in [1, {size}] (the parameters' size), "
+                                 f"got {params_size!r}")
+            size = params_size
+        owner = self._owner
+        if pipeline.ctx is not owner.ctx:
+            owner.ctx.require_own(pipeline, "the pipeline")
+        if self.capturing and pipeline.pipeline_options.exception_flags:
+            raise GraphCaptureError("a launch of a pipeline compiled with exception checks "
+                                    "(PipelineOptions.exception_flags): frames that debug exceptions run eagerly, "
+                                    "each launch where its error can be seen")
+        start = _clock()
+        with _nvtx.annotate("optixasync.launch"):
+            if params is not None:
+                device = self._own_params(params)
             else:
-                if params.dtype != self._scheduler.params_dtype:
-                    raise ValueError("the launch's params do not have the scheduler's params_dtype")
-                self.begin_gpu_work()
-                device = self._scheduler.ctx.upload(np.frombuffer(params.tobytes(), np.uint8), self.stream)
-                self.holds.append(device)
-            start = time.perf_counter()
-            pipeline.launch(
-                sbt, device, width, height, depth, stream=self.stream,
-                params_size=self._scheduler.params_dtype.itemsize,
-            )
-            self.stats.launch_ms += (time.perf_counter() - start) * 1e3
+                if not self.launched:
+                    self.upload_params()
+                device = staged.device_ptr
+            launch = _clock()
+            pipeline.launch(sbt, device, width, height, depth, stream=self._handle, params_size=size)
+        end = _clock()
+        stats = self.stats
+        stats.launch_ms += (end - launch) * 1e3
+        stats.submit_ms += (end - start) * 1e3
+
+    def _own_params(self, params: Any) -> int:
+        """A launch's own parameters on the device (uploaded on the frame's stream, held until it retires)."""
+        if params.dtype != self._owner.params_dtype:
+            raise ValueError("the launch's params do not have the scheduler's params_dtype")
+        if not self.started:
+            self.begin_gpu_work()
+        device = self._owner.ctx.upload(np.frombuffer(params.tobytes(), np.uint8), self._handle)
+        self.holds.append(device)
+        return int(device.data.ptr)
 
     def buffer(self, name: str, shape: Any, dtype: Any) -> Any:
         """A device array owned by this slot, kept across frames (reallocated if shape or dtype change).
@@ -187,14 +280,16 @@ class Frame:
         Frames in other slots have their own, so frame ``k+1`` can write its
         buffer while frame ``k``'s is still being read.
         """
-        self._check_recording()
-        dtype = np.dtype(dtype)
-        shape = tuple(int(s) for s in np.atleast_1d(shape))
+        if self.submitted:
+            self._check_recording()
+        shape = _as_shape(shape)
         current = self._slot.buffers.get(name)
-        if current is None or current.shape != shape or current.dtype != dtype:
-            with self._timed():
-                current = self._scheduler.ctx.memory.empty(shape, dtype, self.stream)
-                self._slot.buffers[name] = current
+        if current is not None and current.shape == shape and current.dtype == dtype:
+            return current
+        start = _clock()
+        current = self._owner.ctx.memory.empty(shape, np.dtype(dtype), self.stream)
+        self._slot.store(name, current)
+        self.stats.submit_ms += (_clock() - start) * 1e3
         return current
 
     def upload(self, array: Any) -> Any:
@@ -202,31 +297,76 @@ class Frame:
 
         The device array is held until the frame retires, then freed in stream order.
         """
-        self._check_recording()
-        with self._timed(), _nvtx.annotate("optixasync.upload"):
+        if self.submitted:
+            self._check_recording()
+        start = _clock()
+        with _nvtx.annotate("optixasync.upload"):
             self.begin_gpu_work()
-            device = self._scheduler.ctx.upload(array, self.stream)  # staging held until the copy has passed
+            device = self._owner.ctx.upload(array, self.stream)  # staging held until the copy has passed
             self.holds.append(device)
+        self.stats.submit_ms += (_clock() - start) * 1e3
         return device
 
     def readback(self, device_array: Any, name: str) -> None:
         """Enqueue a copy of ``device_array`` into pinned memory; delivered as ``result[name]`` (zero-copy).
 
-        The pinned buffer is leased for this frame from the context's pool
-        and goes back to it once the result and every view of it are gone.
+        The pinned buffer is the slot's destination for ``name``: the result's array is a view of it,
+        valid as long as anyone holds it (when the slot comes round while it is still held, the slot
+        takes a new buffer and leaves that one to its holder, see :mod:`._slot`).
         """
-        self._check_recording()
-        if any(n == name for n, _ in self.readbacks):
-            raise ValueError(f"readback {name!r} already requested in frame {self.index}")
-        with self._timed(), _nvtx.annotate("optixasync.readback"):
-            self.begin_gpu_work()
-            view = self._scheduler.ctx.pinned.download(device_array, self.stream)
-            self.readbacks.append((name, view))  # the view keeps the pinned block alive
+        if self.submitted:
+            self._check_recording()
+        for taken, _view in self.readbacks:
+            if taken == name:
+                raise ValueError(f"readback {name!r} already requested in frame {self.index}")
+        start = _clock()
+        with _nvtx.annotate("optixasync.readback"):
+            if not self.started:
+                self.begin_gpu_work()
+            destination = self.destinations.get(name, device_array.shape, device_array.dtype,
+                                                      allocate=not self.capturing)
+            if destination is None:
+                raise GraphCaptureError(f"readback {name!r} has no fixed destination of its shape yet (a frame of "
+                                        "this shape runs eagerly first and makes it)")
+            destination.buffer.copy_from_device_async(device_array, self._handle, destination.buffer.nbytes)
+            self.readbacks.append((name, destination.view))
+        self.stats.submit_ms += (_clock() - start) * 1e3
 
     def hold(self, *objects: Any) -> None:
-        """Keep ``objects`` alive until this frame has completed (temporaries used by its GPU work)."""
-        self._check_recording()
+        """Keep ``objects`` alive until this frame has completed (temporaries used by its GPU work).
+
+        Inside a capture they are kept as long as the slot's graph, whose every launch uses them.
+        """
+        if self.submitted:
+            self._check_recording()
         self.holds.extend(objects)
+        capture = capture_of(self._handle) if self.capturing else None
+        if capture is not None:
+            capture.hold(*objects)
+
+    # -- the scheduler's side --------------------------------------------------------------------------------
+    def run_work(self) -> None:
+        """Enqueue the frame's work now: the parameters' upload, then ``work(frame)``."""
+        self.upload_params()
+        self.work(self)
+
+    def snapshot(self) -> tuple[bool, int, int]:
+        """What :meth:`rollback` restores (before a capture that may fail)."""
+        return self.launched, len(self.holds), len(self.readbacks)
+
+    def rollback(self, state: tuple[bool, int, int]) -> None:
+        """Forget what was recorded since :meth:`snapshot` (a failed capture enqueued nothing)."""
+        self.launched, holds, readbacks = state
+        del self.holds[holds:]
+        del self.readbacks[readbacks:]
+
+    def retire(self) -> dict[str, np.ndarray]:
+        """The readbacks, by name, for the frame's result; the frame lets go of them and of its temporaries."""
+        readbacks = dict(self.readbacks)
+        self.readbacks = []
+        self.holds.clear()
+        self.span = None
+        return readbacks
 
     def __repr__(self) -> str:
         return f"<Frame {self.index} slot={self.slot} {'launched' if self.launched else 'recording'}>"

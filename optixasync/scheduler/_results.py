@@ -26,17 +26,28 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from ..errors import FrameAbortedError
 from ._stats import FrameStats
 
-if TYPE_CHECKING:
-    from ._scheduler import FrameScheduler
+__all__ = ["FrameHandle", "FrameResult", "HandleOwner", "ResultQueue"]
 
-__all__ = ["FrameHandle", "FrameResult", "ResultQueue"]
+
+class HandleOwner(Protocol):
+    """What a :class:`FrameHandle` asks of the side that retires its frame (the scheduler's ``Completion``)."""
+
+    @property
+    def threaded(self) -> bool:
+        """Whether a completion thread retires frames (else the waiting caller retires them)."""
+
+    def claim(self, handle: FrameHandle) -> None:
+        """Take the handle's result out of the poll queue's way (under the lock retirement holds)."""
+
+    def wait_for(self, handle: FrameHandle, deadline: float | None) -> bool:
+        """Wait until the handle's frame has retired, or ``deadline`` (a ``perf_counter`` time) passed."""
 
 
 class FrameResult:
@@ -125,29 +136,71 @@ class FrameHandle:
     :meth:`add_done_callback`) claims it for the handle: the result is then
     not also queued for :meth:`FrameScheduler.poll`; asking after it was
     queued takes it out of the queue, if ``poll()`` has not returned it yet.
+
+    Parameters
+    ----------
+    index : int
+        The frame's number.
+    owner : HandleOwner
+        What retires the frame (the scheduler's completion side).
+
+    Notes
+    -----
+    :meth:`set_submitted`, :meth:`finish` and :meth:`wait` are the scheduler's side of the handle (as
+    ``concurrent.futures.Future.set_result`` is the executor's); applications use the other methods.
     """
 
-    def __init__(self, index: int, scheduler: FrameScheduler) -> None:
+    def __init__(self, index: int, owner: HandleOwner) -> None:
         self.index = index
-        self._done = threading.Event()
+        self._owner = owner
+        self._done = False
+        self._event: threading.Event | None = None  # made only when someone waits: most frames are never waited for
         self._result: FrameResult | None = None
         self._error: BaseException | None = None
         self._callbacks: list[Callable[[FrameHandle], None]] = []
         self._lock = threading.Lock()
-        self._scheduler = scheduler
         self.claimed = False  # someone asked through the handle: its result skips the poll queue
-        self._submitted = False  # set by FrameScheduler.submit once the frame is in flight
+        self.submitted = False  # the frame is in flight: its result() may wait from then on
 
     def done(self) -> bool:
         """Whether the frame has completed and been retired (never blocks)."""
-        return self._done.is_set()
+        return self._done
 
+    # -- the scheduler's side ---------------------------------------------------------------------------------
+    def set_submitted(self) -> None:
+        """The frame was submitted (a wait for its result may begin)."""
+        self.submitted = True
+
+    def finish(self, result: FrameResult | None, error: BaseException | None) -> list[Callable]:
+        """Complete the handle; returns the callbacks to run. The first outcome stays: finishing again does nothing."""
+        with self._lock:
+            if self._done:
+                return []
+            self._result, self._error = result, error
+            self._done = True
+            callbacks, self._callbacks = self._callbacks, []
+            event = self._event
+        if event is not None:
+            event.set()
+        return callbacks
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait until :meth:`finish` was called or ``timeout`` seconds passed; whether it was."""
+        with self._lock:
+            if self._done:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
+
+    # -- the application's side -------------------------------------------------------------------------------
     def _claim(self) -> None:
         if not self.claimed:
-            self._scheduler._claim(self)  # under the scheduler's lock: retirement reads `claimed` under it
+            self._owner.claim(self)  # under the scheduler's lock: retirement reads `claimed` under it
 
     def _require_submitted(self) -> None:
-        if not self._submitted and not self._done.is_set():
+        if not self.submitted and not self._done:
             raise RuntimeError(f"frame {self.index} has not been submitted yet: its result exists only after "
                                "submit() (the end of its `with sched.frame()` block); ask for it after that")
 
@@ -168,9 +221,9 @@ class FrameHandle:
         """
         self._require_submitted()
         self._claim()
-        if not self._done.is_set():
+        if not self._done:
             deadline = None if timeout is None else time.perf_counter() + timeout
-            if not self._scheduler._wait_for(self, deadline):
+            if not self._owner.wait_for(self, deadline):
                 raise TimeoutError(f"frame {self.index} did not complete within {timeout} s")
         if self._error is not None:
             raise FrameAbortedError(f"frame {self.index} was aborted: {self._error!r}") from self._error
@@ -190,7 +243,7 @@ class FrameHandle:
         """
         self._claim()
         with self._lock:
-            if not self._done.is_set():
+            if not self._done:
                 self._callbacks.append(fn)
                 return
         fn(self)
@@ -202,7 +255,7 @@ class FrameHandle:
         self._require_submitted()
         self._claim()
         loop = asyncio.get_running_loop()
-        if not self._scheduler._threaded and not self.done():
+        if not self._owner.threaded and not self.done():
             return loop.run_in_executor(None, self.result).__await__()
         future = loop.create_future()
 
@@ -218,16 +271,6 @@ class FrameHandle:
 
         self.add_done_callback(lambda handle: loop.call_soon_threadsafe(_set, handle))
         return future.__await__()
-
-    def _finish(self, result: FrameResult | None, error: BaseException | None) -> list[Callable]:
-        """Complete the handle; returns the callbacks to run. The first outcome stays: finishing again does nothing."""
-        with self._lock:
-            if self._done.is_set():
-                return []
-            self._result, self._error = result, error
-            self._done.set()
-            callbacks, self._callbacks = self._callbacks, []
-        return callbacks
 
     def __repr__(self) -> str:
         return f"<FrameHandle {self.index} {'done' if self.done() else 'pending'}>"

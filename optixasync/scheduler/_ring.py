@@ -34,7 +34,7 @@ T = TypeVar("T")
 class InFlight(Generic[T]):
     """A submitted frame: its number, slot, fence and payload (the scheduler's record)."""
 
-    __slots__ = ("index", "slot", "fence", "payload", "retired")
+    __slots__ = ("index", "slot", "fence", "payload", "retired", "passed")
 
     def __init__(self, index: int, slot: int, fence: Fence, payload: T) -> None:
         self.index = index
@@ -42,6 +42,13 @@ class InFlight(Generic[T]):
         self.fence = fence
         self.payload = payload
         self.retired = False  # taken off the ring: its fence may be recycled for a newer frame from then on
+        self.passed = False  # its fence was seen passed (it stays passed: no need to ask again)
+
+    def done(self) -> bool:
+        """Whether the fence has passed (asked of the fence until it has once)."""
+        if not self.passed:
+            self.passed = self.fence.done
+        return self.passed
 
 
 class FrameRing(Generic[T]):
@@ -104,7 +111,7 @@ class FrameRing(Generic[T]):
     # -- completion ------------------------------------------------------------
     def pending(self) -> int:
         """Number of submitted frames whose fence has not passed (queries, never waits)."""
-        return sum(1 for entry in self._in_flight if not entry.fence.done)
+        return sum(1 for entry in self._in_flight if not entry.done())
 
     def find(self, index: int) -> InFlight[T] | None:
         """The unretired frame ``index``, if it is still in flight."""
@@ -116,7 +123,7 @@ class FrameRing(Generic[T]):
     def pop_completed(self) -> list[InFlight[T]]:
         """Remove and return, in order, the leading frames whose fences have passed."""
         done = []
-        while self._in_flight and self._in_flight[0].fence.done:
+        while self._in_flight and self._in_flight[0].done():
             entry = self._in_flight.popleft()
             entry.retired = True
             done.append(entry)

@@ -63,22 +63,23 @@ With NVTX on (``OPTIXASYNC_NVTX=1``), the phases are named ranges:
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cuda import _nvtx, as_cupy_stream, create_stream, synchronize
+from ..cuda import GpuSpan, _nvtx, as_cupy_stream, create_stream, synchronize
 from ..errors import ResultsOverflowError
 from ..validation import coerce_options
 from ._completion import Completion
-from ._frame import Frame, Slot
+from ._frame import Frame
+from ._graphs import NO_WORK, FrameGraphs
 from ._options import SchedulerOptions
 from ._results import FrameHandle, FrameResult
 from ._ring import FrameRing
+from ._slot import Slot
 from ._stats import FrameStats, SchedulerStats
 
 if TYPE_CHECKING:
@@ -88,6 +89,8 @@ __all__ = ["FrameScheduler", "MAX_FRAMES_IN_FLIGHT"]
 
 #: The most frame slots a scheduler takes (beyond a few, more slots only add latency and memory).
 MAX_FRAMES_IN_FLIGHT = 64
+
+_clock = time.perf_counter
 
 
 class FrameScheduler:
@@ -103,11 +106,18 @@ class FrameScheduler:
     options : SchedulerOptions or dict, optional
     stream : stream, optional
         A non-blocking stream to submit on (default: a new one).
+    graphs : bool
+        Run frames that have a work function (``sched.frame(work)``) as their slot's CUDA graph:
+        captured once per shape, then replayed (see :mod:`optixasync.scheduler._graphs`). Off by
+        default: frame graphs have not yet been checked on a GPU. ``sched.frame(work, graph=...)``
+        decides per frame.
 
     Attributes
     ----------
     stats : SchedulerStats
-        The newest frames' measurements and whole-run totals.
+        The newest frames' measurements and whole-run totals (``stats.graphs``: frame graphs).
+    graphs : bool
+        As given: the default of frames with a work function.
 
     Examples
     --------
@@ -122,6 +132,17 @@ class FrameScheduler:
     ...     for result in sched.poll():
     ...         with result:
     ...             show(result["image"])
+
+    With a work function, the same frame can be replayed as a CUDA graph:
+
+    >>> def work(f):                                               # doctest: +SKIP
+    ...     f.launch(pipeline, sbt, w, h)
+    ...     f.readback(f.buffer("image", (h, w, 4), "f4"), "image")
+    >>> sched = FrameScheduler(ctx, 2, params_dtype=PARAMS, graphs=True)   # doctest: +SKIP
+    >>> for k in range(100):                                       # doctest: +SKIP
+    ...     with sched.frame(work) as f:      # the with block writes the parameters, every frame
+    ...         f.params["frame"] = k
+    ...         f.params["image"] = f.buffer("image", (h, w, 4), "f4").data.ptr
     """
 
     def __init__(
@@ -132,8 +153,11 @@ class FrameScheduler:
         params_dtype: Any = None,
         options: SchedulerOptions | dict | None = None,
         stream: Any = None,
+        graphs: bool = False,
     ) -> None:
         ctx.require_open()
+        if not isinstance(graphs, bool):
+            raise TypeError(f"graphs must be a bool, got {type(graphs).__name__}")
         self.ctx = ctx
         self.options = coerce_options(SchedulerOptions, options)
         if isinstance(frames_in_flight, bool) or not isinstance(frames_in_flight, (int, np.integer)):
@@ -145,29 +169,46 @@ class FrameScheduler:
         self._ring: FrameRing[Frame] = FrameRing(self.frames_in_flight)
         self.params_dtype = np.dtype(params_dtype) if params_dtype is not None else None
         self.stream = create_stream() if stream is None else as_cupy_stream(stream)
-        self._slots = [Slot(self, i) for i in range(self.frames_in_flight)]
+        self._slots = [Slot(ctx, i, self.params_dtype, self.stream) for i in range(self.frames_in_flight)]
         self.stats = SchedulerStats(self.options.stats_window)
+        self.graphs = graphs
+        self._graphs = FrameGraphs(ctx, self.stats)
         self._lock = threading.RLock()
         self._current: Frame | None = None
         self._closed = False
         self._completion = Completion(self._ring, self._lock, self.options, self.stats, self.stream)
         ctx.track(self)
 
-    @property
-    def _threaded(self) -> bool:
-        return self._completion.threaded
+    def start_span(self, stream: Any) -> GpuSpan | None:
+        """The GPU span of a frame's work starting now on ``stream`` (for its :class:`Frame`; None without timing)."""
+        return self._completion.start_span(stream)
 
     # -- recording -------------------------------------------------------------
-    def begin_frame(self) -> Frame:
+    def begin_frame(self, work: Callable[[Frame], Any] | None = None, *, graph: bool | None = None,
+                    key: Any = None) -> Frame:
         """Acquire the next slot and start recording a frame.
 
         Waits (the one designed wait) only if the frame that last used the
         slot is still in flight.
 
+        Parameters
+        ----------
+        work : callable, optional
+            ``work(frame)`` enqueues the frame's GPU work at :meth:`submit`, after the parameters are
+            written: what a frame graph captures (see :class:`FrameScheduler`'s ``graphs``).
+        graph : bool, optional
+            Run this frame's work as its slot's graph (default: the scheduler's ``graphs``).
+        key : hashable, optional
+            What the work depends on besides the slot's buffers (image size, outputs, a scene's
+            generation); a different key captures the slot's graph again. A mapping's entries are named
+            in the recorded reason.
+
         Raises
         ------
         RuntimeError
             On a closed scheduler, or while another frame is being recorded.
+        TypeError
+            If ``work`` is not callable or ``graph`` not a bool.
         ResultsOverflowError
             With ``on_full="raise"``, while more results wait for ``poll()`` than allowed.
 
@@ -176,7 +217,11 @@ class FrameScheduler:
         """
         if self._closed:
             raise RuntimeError("begin_frame on a closed FrameScheduler")
-        begin = time.perf_counter()
+        if work is not None and not callable(work):
+            raise TypeError(f"work must be callable (it is called with the frame), got {type(work).__name__}")
+        if graph is not None and not isinstance(graph, bool):
+            raise TypeError(f"graph must be a bool or None, got {type(graph).__name__}")
+        begin = _clock()
         with _nvtx.annotate("optixasync.acquire"):
             with self._lock:
                 if self._completion.results.overflowing:
@@ -186,49 +231,79 @@ class FrameScheduler:
                         f"{self.options.max_queued_results}): poll them, consume them through their handles, "
                         "or create the scheduler with keep_results=False")
                 index, slot, blocker = self._ring.begin()
-            stats = FrameStats(index=index, host_begin=begin)
+            stats = FrameStats(index, begin)
             if blocker is not None:
-                wait_start = stats.host_wait_start = time.perf_counter()
-                try:
-                    synchronize(blocker.fence, f"waiting for frame {blocker.index}'s fence")
-                    stats.fence_wait_ms = (time.perf_counter() - wait_start) * 1e3
-                    stats.waited = True
-                    self._completion.retire_through(blocker.index)
-                except BaseException:
-                    with self._lock:
-                        self._ring.cancel()  # no frame is being recorded: the next begin_frame may try again
-                    raise
-        frame = Frame(self, index, self._slots[slot], stats)
+                self._wait_for_slot(blocker, stats)
+        frame = Frame(self, index, self._slots[slot], stats, FrameHandle(index, self._completion))
+        frame.work, frame.key = work, key
+        frame.graph = self.graphs if graph is None else graph
         self._current = frame
         return frame
 
-    def submit(self, frame: Frame, error: BaseException | None = None) -> FrameHandle:
-        """Fence the frame and hand it to the GPU; returns its :class:`FrameHandle`.
+    def _wait_for_slot(self, blocker: Any, stats: FrameStats) -> None:
+        """Wait for the fence of the frame that holds the slot and retire it (the designed wait)."""
+        wait_start = stats.host_wait_start = _clock()
+        try:
+            synchronize(blocker.fence, f"waiting for frame {blocker.index}'s fence")
+            stats.fence_wait_ms = (_clock() - wait_start) * 1e3
+            stats.waited = True
+            self._completion.retire_through(blocker.index)
+        except BaseException:
+            with self._lock:
+                self._ring.cancel()  # no frame is being recorded: the next begin_frame may try again
+            raise
 
-        With ``error``, the frame is marked aborted: its work is fenced, its
-        handle raises :class:`~optixasync.errors.FrameAbortedError`, and no result is delivered.
+    def submit(self, frame: Frame, error: BaseException | None = None) -> FrameHandle:
+        """Run the frame's work (if it has one), fence the frame and hand it to the GPU; returns its handle.
+
+        With ``error``, the frame is marked aborted: its work is not run, what it enqueued is fenced,
+        its handle raises :class:`~optixasync.errors.FrameAbortedError`, and no result is delivered. If
+        the work raises, the frame is submitted aborted the same way and the exception propagates.
         """
         if frame is not self._current:
             raise RuntimeError(f"frame {frame.index} is not the frame being recorded")
         frame.error = error
-        with frame._timed(), _nvtx.annotate("optixasync.submit"):
-            frame.begin_gpu_work()
-            fence = self._completion.fence(frame)
+        start = _clock()
+        recorded = frame.stats.submit_ms  # what the frame's methods measured so far (the work's add to it)
+        fence = self._completion.new_fence()
+        with _nvtx.annotate("optixasync.submit"):
+            if error is None and frame.work is not None:
+                try:
+                    self._graphs.run(frame, self._slots[frame.slot], fence)  # records the fence after the work
+                except BaseException as exc:
+                    frame.error = exc  # aborted, fenced behind whatever the work enqueued
+                    fence.record(self.stream)
+                    self._enqueue(frame, fence, start, recorded)
+                    raise
+            else:
+                if frame.graph and error is None:
+                    self._graphs.count_eager(frame, NO_WORK)
+                frame.begin_gpu_work()
+                fence.record(self.stream)
+        return self._enqueue(frame, fence, start, recorded)
+
+    def _enqueue(self, frame: Frame, fence: Any, start: float, recorded: float) -> FrameHandle:
+        """The frame is in flight behind ``fence`` (recorded): on the ring, its handle may wait, the thread knows."""
+        if frame.span is not None:
+            frame.span.end = fence
         frame.submitted = True
-        frame.stats.host_submit = time.perf_counter()
+        stats = frame.stats
+        now = _clock()
+        stats.submit_ms = recorded + (now - start) * 1e3  # the work's own methods ran inside this span
+        stats.host_submit = now
         with self._lock:
             ahead = self._ring.pending()
             self._ring.submit(fence, frame)
-            frame.handle._submitted = True  # in flight: its result() may wait from now on
-            frame.stats.ahead = ahead
-            frame.stats.in_flight = ahead + (0 if fence.done else 1)
+            frame.handle.set_submitted()  # in flight: its result() may wait from now on
+            stats.ahead = ahead
+            stats.in_flight = ahead + (0 if fence.done else 1)
             self._current = None
             self._completion.notify()
         return frame.handle
 
-    @contextlib.contextmanager
-    def frame(self) -> Iterator[Frame]:
-        """Record a frame: ``begin_frame`` on entry, ``submit`` on exit.
+    def frame(self, work: Callable[[Frame], Any] | None = None, *, graph: bool | None = None,
+              key: Any = None) -> _Recording:
+        """Record a frame: ``begin_frame`` on entry, ``submit`` on exit (the arguments are ``begin_frame``'s).
 
         If the body raises, the frame is fenced behind whatever it enqueued
         and marked aborted (its handle raises
@@ -236,33 +311,9 @@ class FrameScheduler:
         delivered, its index is not reused), the exception propagates, and
         the scheduler stays usable.
         """
-        frame = self.begin_frame()
-        try:
-            yield frame
-        except BaseException as exc:
-            self.submit(frame, error=exc)
-            raise
-        self.submit(frame)
+        return _Recording(self, self.begin_frame(work, graph=graph, key=key))
 
     # -- completion ---------------------------------------------------------------
-    def _wait_for(self, handle: FrameHandle, deadline: float | None) -> bool:
-        """Wait until ``handle``'s frame has retired or ``deadline`` passed (for ``FrameHandle.result``)."""
-        if not self._threaded and not self._completion.retire_through(handle.index, deadline):
-            return False
-        remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
-        return handle._done.wait(remaining)
-
-    def _claim(self, handle: FrameHandle) -> None:
-        """Claim ``handle``'s result for the handle: not queued for poll() from now on, and out of the queue.
-
-        Under the lock that retirement holds while it decides where a result goes, so a claim is either
-        seen by the retirement or removes what it queued.
-        """
-        with self._lock:
-            handle.claimed = True
-            if handle.done():
-                self._completion.results.discard(handle.index)
-
     def poll(self) -> list[FrameResult]:
         """Completed frames queued for polling, in order (see the delivery rule). Never blocks.
 
@@ -336,10 +387,29 @@ class FrameScheduler:
             self._current = None
         current.error = error
         current.submitted = True  # the frame's methods refuse work from now on
-        self._completion.run_callbacks([(current.handle, current.handle._finish(None, error))])
+        self._completion.run_callbacks([(current.handle, current.handle.finish(None, error))])
 
     def __enter__(self) -> FrameScheduler:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Recording:
+    """``with sched.frame() as f:`` (a class rather than a generator: it is entered once per frame)."""
+
+    __slots__ = ("_scheduler", "_frame")
+
+    def __init__(self, scheduler: FrameScheduler, frame: Frame) -> None:
+        self._scheduler = scheduler
+        self._frame = frame
+
+    def __enter__(self) -> Frame:
+        return self._frame
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            self._scheduler.submit(self._frame)
+        else:
+            self._scheduler.submit(self._frame, error=exc)

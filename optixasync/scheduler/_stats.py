@@ -31,19 +31,23 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FrameStats", "RunningStat", "SchedulerStats", "MEASUREMENTS"]
+__all__ = ["FrameStats", "GRAPH_MODES", "GraphCounts", "RunningStat", "SchedulerStats", "MEASUREMENTS"]
 
 #: The per-frame measurements summarised by :meth:`SchedulerStats.summary`.
 MEASUREMENTS = ("submit_ms", "launch_ms", "fence_wait_ms", "retire_ms", "gpu_ms", "gap_us", "in_flight", "ahead")
 
+#: How a frame with a work function ran (:attr:`FrameStats.graph`); "" for a frame without one.
+GRAPH_MODES = ("replay", "capture", "eager")
 
-@dataclass
+
+@dataclass(init=False)
 class FrameStats:
     """What one frame cost.
 
@@ -84,6 +88,12 @@ class FrameStats:
         scheduler's origin event (recorded when it was created; see
         :attr:`SchedulerStats.gpu_origin_host`), NaN without timing. Read when
         the frame retires, from events that have passed: no host wait.
+    graph : str
+        How a frame with a work function ran: ``"replay"`` (its slot's graph launched), ``"capture"``
+        (captured into the slot's graph, then launched), ``"eager"`` (graphs asked for, the work run
+        eagerly); ``""`` for other frames.
+    graph_reason : str
+        Why it was captured or ran eagerly (empty for a replay).
     """
 
     index: int
@@ -102,6 +112,53 @@ class FrameStats:
     host_wait_start: float = float("nan")
     gpu_start_ms: float = float("nan")
     gpu_end_ms: float = float("nan")
+    graph: str = ""
+    graph_reason: str = ""
+
+    def __init__(self, index: int, host_begin: float = 0.0, **values: Any) -> None:
+        # One per frame: the defaults are the class's (a dataclass keeps them as class attributes), so a new
+        # frame sets two attributes instead of eighteen.
+        self.index = index
+        self.host_begin = host_begin
+        if values:
+            unknown = sorted(set(values) - set(_FIELDS))
+            if unknown:
+                raise TypeError(f"FrameStats has no field {unknown[0]!r}")
+            for name, value in values.items():
+                setattr(self, name, value)
+
+
+class GraphCounts:
+    """Whole-run counts of frame graphs: replays, captures and eager frames, the last two by reason.
+
+    Attributes
+    ----------
+    replays, captures, eager : int
+    capture_reasons, eager_reasons : collections.Counter
+        Reason -> frames.
+    """
+
+    def __init__(self) -> None:
+        self.replays = self.captures = self.eager = 0
+        self.capture_reasons: Counter[str] = Counter()
+        self.eager_reasons: Counter[str] = Counter()
+
+    def add(self, mode: str, reason: str) -> None:
+        if mode == "replay":
+            self.replays += 1
+        elif mode == "capture":
+            self.captures += 1
+            self.capture_reasons[reason] += 1
+        else:
+            self.eager += 1
+            self.eager_reasons[reason] += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"replays": self.replays, "captures": self.captures, "eager": self.eager,
+                "capture_reasons": dict(self.capture_reasons), "eager_reasons": dict(self.eager_reasons)}
+
+
+_FIELDS = tuple(FrameStats.__dataclass_fields__)
 
 
 class RunningStat:
@@ -186,6 +243,8 @@ class SchedulerStats:
         ``time.perf_counter()`` just after the scheduler recorded its origin
         event on its (then idle) stream: the host time of GPU time 0 of
         ``FrameStats.gpu_start_ms``/``gpu_end_ms``, to a launch latency. NaN without timing.
+    graphs : GraphCounts
+        Frame graphs over the whole run (counted as frames are submitted).
     """
 
     def __init__(self, window: int = 4096) -> None:
@@ -199,6 +258,18 @@ class SchedulerStats:
         self.frames_total = 0
         self.dropped_results = 0
         self.gpu_origin_host = float("nan")
+        self.graphs = GraphCounts()
+
+    def count_graph(self, mode: str, reason: str) -> None:
+        """Count a frame with a work function: ``mode`` one of :data:`GRAPH_MODES`, and why (capture, eager).
+
+        Called by the submitting thread only; a replay is one increment (no lock: it runs every frame).
+        """
+        if mode == "replay":
+            self.graphs.replays += 1
+            return
+        with self._lock:
+            self.graphs.add(mode, reason)
 
     def add(self, stats: FrameStats, fold: bool = True) -> None:
         """Record one retired frame.
@@ -263,7 +334,9 @@ class SchedulerStats:
         GPU time over the GPU span of the frames, on the GPU clock), ``covers``
         (which frames the numbers come from: ``first``, ``last``, ``kept``,
         ``frames_total``, as :meth:`covers` but for the frames summarised),
-        ``dropped_results`` and ``whole_run`` (count/mean/min/max of each
+        ``dropped_results``, ``graphs`` (the summarised frames by how they ran:
+        replay, capture, eager), ``whole_run_graphs`` (:class:`GraphCounts` of the
+        whole run, with the reasons) and ``whole_run`` (count/mean/min/max of each
         measurement over every frame, and ``waits``).
         """
         return self._summary(self._snapshot(), skip, count)
@@ -290,6 +363,9 @@ class SchedulerStats:
                 out["gpu_utilization"] = min(1.0, gpu * 1e3 / span)
         out["covers"] = _covers(frames, frames_total)
         out["dropped_results"] = self.dropped_results
+        out["graphs"] = {mode: sum(1 for f in frames if f.graph == mode) for mode in GRAPH_MODES}
+        with self._lock:
+            out["whole_run_graphs"] = self.graphs.as_dict()
         out["whole_run"] = {name: running.as_dict() for name, running in _totals(held, folded).items()}
         out["whole_run"]["waits"] = folded_waits + sum(1 for f in held if f.waited)
         return out

@@ -27,6 +27,7 @@ from ._farm import (
 from ._hello import DEFAULT_TRIANGLE, HELLO_PARAMS, HelloRenderer, HelloResult, fill_params, render_triangle
 from ._mitsuba import MissingMitsubaError, import_mitsuba, mitsuba_scene_dict, mitsuba_texture
 from ._ripple import RippleAnimator, grid_mesh
+from ._stubcuda import StubCuda, StubEvent, StubStream
 
 __all__ = [
     "BUSY_PARAMS",
@@ -39,6 +40,9 @@ __all__ = [
     "HelloRenderer",
     "HelloResult",
     "RippleAnimator",
+    "StubCuda",
+    "StubEvent",
+    "StubStream",
     "batch_statistics",
     "CountedPayload",
     "cpu_frame",

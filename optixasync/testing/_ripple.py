@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["grid_mesh", "RippleAnimator"]
 
 _RIPPLE_SOURCE = r"""
-extern "C" __global__ void ripple(const float* rest, float* out, int n, float t, float amplitude) {
+__device__ void ripple_vertex(const float* rest, float* out, int n, float t, float amplitude) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float x = rest[3 * i], y = rest[3 * i + 1], z = rest[3 * i + 2];
@@ -28,6 +28,14 @@ extern "C" __global__ void ripple(const float* rest, float* out, int n, float t,
     out[3 * i] = x;
     out[3 * i + 1] = y;
     out[3 * i + 2] = z + amplitude * __sinf(12.0f * r - 4.0f * t);
+}
+
+extern "C" __global__ void ripple(const float* rest, float* out, int n, float t, float amplitude) {
+    ripple_vertex(rest, out, n, t, amplitude);
+}
+
+extern "C" __global__ void ripple_at(const float* rest, float* out, int n, const float* t, float amplitude) {
+    ripple_vertex(rest, out, n, *t, amplitude);
 }
 """
 
@@ -55,9 +63,22 @@ class RippleAnimator:
         self.n = len(rest_vertices)
         self.amplitude = amplitude
         self._kernel = cupy.RawKernel(_RIPPLE_SOURCE, "ripple")
+        self._kernel_at = cupy.RawKernel(_RIPPLE_SOURCE, "ripple_at")
 
     def __call__(self, out: Any, t: float, stream: Any) -> None:
         stream = as_cupy_stream(stream)
         self.ready.order(stream)
         self._kernel(((self.n + 255) // 256,), (256,),
                      (self.rest, out, np.int32(self.n), np.float32(t), np.float32(self.amplitude)), stream=stream)
+
+    def at(self, out: Any, t_address: int, stream: Any) -> None:
+        """As a call, with the time read on the GPU from ``t_address`` (a float32; ``frame.param_address("t")``).
+
+        The kernel's arguments are then the same every frame: a frame graph captures it once, and each
+        launch moves the mesh to the time the frame's parameters hold.
+        """
+        stream = as_cupy_stream(stream)
+        self.ready.order(stream)
+        self._kernel_at(((self.n + 255) // 256,), (256,),
+                        (self.rest, out, np.int32(self.n), np.uint64(t_address), np.float32(self.amplitude)),
+                        stream=stream)

@@ -221,3 +221,31 @@ def test_a_library_array_of_another_device_is_refused_before_the_build(ctx):
     on_device_0 = _view(0x10000, (3, 3), np.dtype(np.float32), _Owner(object()), 0)
     assert gas._device_array(on_device_0, ctx.stream, "vertices", np.float32) is on_device_0
 
+
+
+def test_a_refit_captured_into_a_graph_counts_and_checks_itself_at_every_launch(ctx):
+    from optixasync.cuda._capture import Capture, _active
+
+    accel = StandInAccel(ctx, {"allow_update": True, "rebuild_every": 3})
+    handle = ctx.stream.ptr
+    capture = Capture(handle)
+    _active[handle] = capture  # the stream is being captured (what StreamGraph.record does around the work)
+    records = len([e for e in ctx.log if e[0] == "record"])
+    try:
+        accel._build(t.BuildOperation.UPDATE, ctx.stream)
+    finally:
+        del _active[handle]
+    accel._refits_since_build += 1  # what GeometryAccel.refit counts after the call
+    accel.refits += 1
+    assert len([e for e in ctx.log if e[0] == "record"]) == records  # no event recorded inside the capture
+    assert accel.buffer in capture.holds
+    assert [check() for check in capture.checks] == [None]
+    end = FakeEvent(ctx.log, "fence")
+    launches = [[hook(end, ctx.stream) for hook in capture.hooks] for _ in range(3)]
+    assert accel.refits == 3  # the first launch is the call's own; two more refits
+    assert accel.ready.event is end  # streams that trace the structure order after the graph's launch
+    assert launches[0] == launches[1] == [None, None]
+    assert launches[2][0] == "the structure's next refit is a full rebuild (AccelOptions.rebuild_every)"
+    accel.rebuild(ctx.stream)  # outside the graph: new buffers
+    assert [check() for check in capture.checks] == [
+        "the acceleration structure was rebuilt, compacted or closed since the capture"]

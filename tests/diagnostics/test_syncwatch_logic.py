@@ -477,3 +477,25 @@ def test_synchronization_inside_an_optix_call_is_its_own_record(cupti, monkeypat
     assert len(implicit) == 1 and implicit[0].inside == "optixLaunch"
     (launch,) = watch.report.optix_calls
     assert launch.blocked
+
+
+def test_graph_launches_are_timed_like_optix_calls_during_a_watch(cupti):
+    from optixasync.cuda import StreamGraph
+    from optixasync.testing import StubCuda, StubStream
+
+    with StubCuda() as cuda:
+        api = cuda.graph_api
+        original = api.launch
+        stream = StubStream(non_blocking=True)
+        graph = StreamGraph()
+        graph.record(stream, lambda s: None)
+        with syncwatch(skip=[FAKELIB]) as watch:
+            assert api.launch is not original
+            line = next_line()
+            graph.launch(stream)
+        assert api.launch == original  # put back after the watch
+        graph.launch(stream)  # not timed
+        graph.close()
+    (launch,) = [c for c in watch.report.optix_calls if c.api == "cuGraphLaunch"]
+    assert launch.user_frame == (HERE, line, "test_graph_launches_are_timed_like_optix_calls_during_a_watch")
+    assert not launch.blocked and classify("cuGraphLaunch") == "optix"

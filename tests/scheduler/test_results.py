@@ -19,6 +19,7 @@ import pytest
 
 from optixasync.errors import FrameAbortedError
 from optixasync.scheduler import (
+    Frame,
     FrameHandle,
     FrameResult,
     FrameRing,
@@ -38,52 +39,30 @@ class FakeFence:
     def synchronize(self) -> None:
         self.done = True
 
-
-class FakeScheduler:
-    """What a FrameHandle asks of its scheduler."""
-
-    def __init__(self) -> None:
-        self.completion: Completion | None = None
-
-    def _claim(self, handle: FrameHandle) -> None:
-        FrameScheduler._claim(self, handle)  # the scheduler's own rule, with this stand-in's lock and queue
-
-    @property
-    def _lock(self):
-        return self.completion._lock
-
-    @property
-    def _completion(self):
-        return self.completion
-
-    @property
-    def _threaded(self) -> bool:
-        return self.completion.threaded
-
-    def _wait_for(self, handle: FrameHandle, deadline: float | None) -> bool:
-        return FrameScheduler._wait_for(self, handle, deadline)
+    def record(self, stream) -> None:
+        pass
 
 
 class FakeFrame:
-    def __init__(self, index: int, scheduler: FakeScheduler, readbacks=None, error=None) -> None:
+    def __init__(self, index: int, owner: Completion, readbacks=None, error=None) -> None:
         self.index = index
         self.stats = FrameStats(index=index)
-        self.handle = FrameHandle(index, scheduler)
+        self.handle = FrameHandle(index, owner)
         self.readbacks = list((readbacks or {}).items())
         self.holds = [object()]
         self.span = None
         self.error = error
 
+    retire = Frame.retire  # what retirement asks of a frame: the scheduler's own Frame does it
+
 
 def make(keep_results=True, max_queued_results=4, on_full="drop_oldest", window=8, thread=False, slots=2):
     options = SchedulerOptions(timing=False, completion_thread=thread, keep_results=keep_results,
                                max_queued_results=max_queued_results, on_full=on_full, stats_window=window)
-    scheduler = FakeScheduler()
     ring: FrameRing = FrameRing(slots)
     stats = SchedulerStats(options.stats_window)
     completion = Completion(ring, threading.RLock(), options, stats, stream=None)
-    scheduler.completion = completion
-    return scheduler, ring, completion, stats
+    return completion, ring, completion, stats  # the completion side owns the frames' handles
 
 
 def submit(ring: FrameRing, frame: FakeFrame, done: bool = True, fence=None) -> None:
@@ -93,7 +72,7 @@ def submit(ring: FrameRing, frame: FakeFrame, done: bool = True, fence=None) -> 
     if blocker is not None:
         blocker.fence.synchronize()
     ring.submit(FakeFence(done) if fence is None else fence, frame)
-    frame.handle._submitted = True
+    frame.handle.set_submitted()
 
 
 def run(scheduler, ring, completion, count, **frame_args):
@@ -284,6 +263,9 @@ class BlockingFence:
     def done(self) -> bool:
         return self.passed
 
+    def record(self, stream) -> None:
+        pass
+
     def synchronize(self) -> None:
         assert self.release.wait(10), "the test never released the fence"
         if self.error is not None:
@@ -464,10 +446,14 @@ def test_retirement_folds_the_stats_outside_the_lock():
 
 # -- FrameScheduler's own methods, on a scheduler assembled around a CPU Completion ----------------------------------
 
+class FakeStream:
+    ptr = 0x5000
+
+
 class StubSlot:
     def __init__(self, index: int) -> None:
         self.index = index
-        self.params_view = None
+        self.params = self.params_view = self.destinations = None
         self.released = False
 
     def release(self) -> None:
@@ -478,9 +464,10 @@ def cpu_scheduler(slots: int = 4, thread: bool = False, fences=None) -> FrameSch
     """A FrameScheduler without a GPU: fake fences (from ``fences``, else passed ones), no timing, stub slots."""
     _fake, ring, completion, stats = make(thread=thread, slots=slots)
     fences = iter(fences or ())
-    completion.fence = lambda frame: next(fences, None) or FakeFence(True)
+    completion.new_fence = lambda: next(fences, None) or FakeFence(True)
     sched = object.__new__(FrameScheduler)
-    sched.options, sched.stats, sched.stream, sched.params_dtype = completion._options, stats, None, None
+    sched.options, sched.stats, sched.stream, sched.params_dtype = completion._options, stats, FakeStream(), None
+    sched.graphs = False
     sched.frames_in_flight, sched._ring, sched._lock, sched._completion = slots, ring, completion._lock, completion
     sched._slots = [StubSlot(i) for i in range(slots)]
     sched._current, sched._closed = None, False

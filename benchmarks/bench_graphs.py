@@ -1,0 +1,215 @@
+"""Frame graphs against eager frames on the GPU: the host's submit time per frame, and the rate of tiny frames.
+
+    python benchmarks/bench_graphs.py [--frames 2000] [--warmup 100] [--json bench_out/graphs.json]
+
+Each row runs the same frames twice, eagerly and as frame graphs (``FrameScheduler(..., graphs=True)``),
+with the same work function, and reports the scheduler's own ``submit_ms`` (host time inside the frame's
+calls: for these frames, the work run eagerly or the slot's graph launched, and the fence) at p50/p95,
+the host's whole frame (``begin_frame`` to the end of ``submit``), and how the frames ran (replays,
+captures, eager frames: a graph row with few replays measured nothing):
+
+* **empty frame**: the busy program with no spin and a 256-float readback (``bench_pipeline.py``'s
+  "empty frame"; round 1 measured its eager submit at 47 us p50, round 2 at 65 to 103 us);
+* **path tracer**: the Cornell box, 512x512, 1 spp per frame, progressive, the image read back every
+  frame (eager only for now: ``PathTracer.record`` writes the parameters and launches in one call, so it
+  has no work function to capture; ``--no-pathtracer`` leaves it out);
+* **cloth**: a rippling grid of about a million triangles moved by a kernel that reads the frame's time
+  from the parameters, refitted, traced at 256x256 and read back, every frame.
+
+Then a host-bound loop of tiny frames (the busy program, 10 us of GPU work, a 64x64 float readback, no
+host work between frames): frames per second, graph against eager.
+
+Prints Markdown tables; a benchmark, not a test. Without a usable GPU it prints one line and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+import optixasync
+from optixasync import AccelOptions, GeometryAccel, TriangleInput, struct_dtype
+from optixasync.scheduler import FrameScheduler
+from optixasync.testing import (
+    BUSY_PARAMS,
+    HELLO_PARAMS,
+    BusyWorkload,
+    HelloRenderer,
+    RippleAnimator,
+    grid_mesh,
+    require_gpu,
+    run_main,
+)
+
+CLOTH_PARAMS = struct_dtype([("image", "ptr"), ("width", "uint"), ("height", "uint"), ("handle", "handle"),
+                             ("view_min", "float2"), ("view_max", "float2"), ("eye_z", "float"), ("t", "float")])
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+def measure(ctx: Any, params_dtype: Any, work: Any, body: Any, *, graphs: bool, frames: int, warmup: int,
+            slots: int = 3) -> dict[str, Any]:
+    """Run ``frames`` frames after ``warmup``; the submit and whole-frame host times and the graph counts."""
+    sched = FrameScheduler(ctx, slots, params_dtype=params_dtype, graphs=graphs, options={"keep_results": True})
+    whole = []
+    for k in range(warmup + frames):
+        start = time.perf_counter()
+        with sched.frame(work) as f:
+            body(f, k)
+        if k >= warmup:
+            whole.append((time.perf_counter() - start) * 1e6)
+        for result in sched.poll():
+            result.release()
+    sched.drain()
+    kept = sched.stats.frames[-frames:]
+    submit = [s.submit_ms * 1e3 for s in kept]
+    counts = sched.stats.graphs.as_dict()
+    sched.close()
+    return {"submit_p50_us": statistics.median(submit), "submit_p95_us": _p(submit, 0.95),
+            "frame_p50_us": statistics.median(whole), "replays": counts["replays"], "captures": counts["captures"],
+            "eager": counts["eager"], "eager_reasons": counts["eager_reasons"]}
+
+
+def empty_frame(ctx: Any, busy: BusyWorkload) -> tuple[Any, Any, Any]:
+    def work(f: Any) -> None:
+        f.launch(busy.pipeline, busy.sbt, 256)
+        f.readback(f.buffer("out", (256,), np.float32), "out")
+
+    def body(f: Any, k: int) -> None:
+        p = f.params
+        p["out"], p["spin_ns"], p["frame"], p["scale"] = f.buffer("out", (256,), np.float32).data.ptr, 0, k, 1.5
+
+    return BUSY_PARAMS, work, body
+
+
+class Cloth:
+    """About a million triangles moved on the GPU (time from the parameters), refitted, traced, read back."""
+
+    def __init__(self, ctx: Any, cells: int = 708, size: int = 256) -> None:
+        rest, indices = grid_mesh(cells)
+        self.size = size
+        self.triangles = len(indices)
+        self.ripple = RippleAnimator(ctx, rest)
+        self.gas = GeometryAccel(ctx, TriangleInput(rest, indices), options=AccelOptions(allow_update=True))
+        self.vertices = ctx.memory.empty(rest.shape, np.float32, ctx.stream)
+        self.renderer = HelloRenderer(ctx)
+
+    def work(self, f: Any) -> None:
+        self.ripple.at(self.vertices, f.param_address("t"), f)
+        self.gas.refit(self.vertices, stream=f)
+        f.launch(self.renderer.pipeline, self.renderer.sbt, self.size, self.size, params_size=HELLO_PARAMS.itemsize)
+        f.readback(f.buffer("image", (self.size, self.size, 4), np.float32), "image")
+
+    def body(self, f: Any, k: int) -> None:
+        image = f.buffer("image", (self.size, self.size, 4), np.float32)
+        p = f.params
+        p["image"], p["width"], p["height"], p["handle"] = image.data.ptr, self.size, self.size, self.gas.handle
+        p["view_min"], p["view_max"], p["eye_z"], p["t"] = (-0.8, -0.8), (0.8, 0.8), -1.0, 0.01 * k
+
+
+def tiny_frames_per_second(ctx: Any, busy: BusyWorkload, *, graphs: bool, frames: int) -> tuple[float, int]:
+    """Frames per second of a host-bound loop of tiny frames (10 us of GPU work, a 64x64 float readback)."""
+    n = 64 * 64
+    sched = FrameScheduler(ctx, 3, params_dtype=BUSY_PARAMS, graphs=graphs)
+
+    def work(f: Any) -> None:
+        f.launch(busy.pipeline, busy.sbt, n)
+        f.readback(f.buffer("out", (n,), np.float32), "out")
+
+    def frame(k: int) -> None:
+        with sched.frame(work) as f:
+            p = f.params
+            p["out"], p["spin_ns"], p["frame"], p["scale"] = f.buffer("out", (n,), np.float32).data.ptr, 10_000, k, 1.0
+        for result in sched.poll():
+            result.release()
+
+    for k in range(50):
+        frame(k)
+    sched.drain()
+    start = time.perf_counter()
+    for k in range(50, 50 + frames):
+        frame(k)
+    sched.drain()
+    fps = frames / (time.perf_counter() - start)
+    replays = sched.stats.graphs.replays
+    sched.close()
+    return fps, replays
+
+
+def pathtracer_case(ctx: Any) -> tuple[Any, Any, Any, Any]:
+    """The path tracer's progressive frame as (params dtype, work, body, tracer).
+
+    Its frames are recorded in one call (``PathTracer.record``: parameters, launch and readback), so there is
+    no work function yet and only the eager row is measured; the render pipeline's capturable frames give
+    the graph row.
+    """
+    from optixasync.render import PathTracer, RenderOptions
+    from optixasync.scene import cornell_box
+
+    tracer = PathTracer(ctx, cornell_box(), RenderOptions(width=512, height=512, spp=1, max_depth=8))
+
+    def body(f: Any, k: int) -> None:
+        tracer.record(f, 1, readback="image")
+
+    return tracer.params_dtype, None, body, tracer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--frames", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--cloth-frames", type=int, default=300)
+    parser.add_argument("--tiny-frames", type=int, default=5000)
+    parser.add_argument("--no-pathtracer", dest="pathtracer", action="store_false")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    require_gpu()
+    rows: list[dict[str, Any]] = []
+    with optixasync.Context() as ctx:
+        busy = BusyWorkload(ctx)
+        cases: list[tuple[str, tuple[Any, Any, Any], int]] = [("empty frame", empty_frame(ctx, busy), args.frames)]
+        tracer = None
+        if args.pathtracer:
+            *pathtracer, tracer = pathtracer_case(ctx)
+            cases.append(("path tracer 512x512, 1 spp, readback", tuple(pathtracer), args.frames))
+        cloth = Cloth(ctx)
+        cases.append((f"cloth, {cloth.triangles:,} triangles refitted, 256x256 readback",
+                      (CLOTH_PARAMS, cloth.work, cloth.body), args.cloth_frames))
+        for label, (dtype, work, body), frames in cases:
+            for graphs in (False, True) if work is not None else (False,):
+                row = measure(ctx, dtype, work, body, graphs=graphs, frames=frames, warmup=args.warmup)
+                rows.append({"case": label, "mode": "graph" if graphs else "eager", **row})
+        if tracer is not None:
+            tracer.close()
+        tiny = {mode: tiny_frames_per_second(ctx, busy, graphs=mode == "graph", frames=args.tiny_frames)
+                for mode in ("eager", "graph")}
+    print("\n| frame | mode | host submit us (p50/p95) | host frame us (p50) | replays / captures / eager |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['case']} | {r['mode']} | {r['submit_p50_us']:.1f}/{r['submit_p95_us']:.1f} | "
+              f"{r['frame_p50_us']:.1f} | {r['replays']} / {r['captures']} / {r['eager']} |")
+    if tracer is not None:
+        print("\n(the path tracer's frames are recorded in one call, PathTracer.record: eager only until the render "
+              "pipeline's frames are capturable)")
+    print("\n| host-bound loop of tiny frames | frames/s | replays |")
+    print("|---|---|---|")
+    for mode, (fps, replays) in tiny.items():
+        print(f"| {mode} | {fps:.0f} | {replays} |")
+    print(f"\ngraph / eager: {tiny['graph'][0] / tiny['eager'][0]:.2f}x")
+    if args.json:
+        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "rows": rows, "tiny": tiny}, f, indent=1)
+
+
+if __name__ == "__main__":
+    run_main(main)
