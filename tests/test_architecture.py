@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "optixasync"
 
 #: The layers, bottom first, and the top-level names of ``optixasync`` in each.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("errors", "_exit", "_config", "validation", "_structs", "_version")),
+    ("base", ("errors", "_exit", "_config", "validation", "_structs", "_version", "io")),
     ("binding", ("_optix", "_driver")),
     ("cuda", ("cuda",)),
     ("program", ("program",)),
@@ -241,8 +241,6 @@ def _one_cycle(component: list[str], edges: dict[str, list[str]]) -> list[str]:
 #: type from the GPU half (under TYPE_CHECKING) while the plan imports that half lazily.
 CYCLES_BEING_REMOVED = (
     ("optixasync._driver", "optixasync._optix._loader"),
-    ("optixasync.cli._render", "optixasync.cli._render_gpu"),
-    ("optixasync.scene", "optixasync.scene._cloth"),
 )
 
 

@@ -29,13 +29,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
-import os
-from dataclasses import dataclass
-from pathlib import Path
 
 from .._exit import run_command
-from ._scene import SceneChoice, add_scene_arguments, build_scene, choose_scene
+from ._render_plan import RenderPlan, plan_from_args
+from ._scene import add_scene_arguments, build_scene
 
 __all__ = ["RenderPlan", "add_arguments", "add_parser", "plan_from_args", "run"]
 
@@ -86,107 +83,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     add_arguments(parser)
     return parser
-
-
-@dataclass(frozen=True)
-class RenderPlan:
-    """What ``render`` will do, checked and resolved from the arguments (no GPU involved).
-
-    Attributes
-    ----------
-    scene : SceneChoice
-        What ``--scene``, ``--env``, ``--env-scale`` and ``--cells`` name.
-    mode : str
-        ``"still"``, ``"progressive"`` or ``"frames"``.
-    out : Path
-        The output file (the base name of the numbered files for ``"frames"``); its folder exists and is
-        writable.
-    count : int
-        Frames of the progressive or animation modes (0 for a still).
-    gpus : str or None
-        ``--gpus``: ``all`` or device numbers; the render goes to :mod:`optixasync.multi`.
-    scheduler : str or None
-        ``--scheduler``: a Dask scheduler's address; the render goes to its workers.
-    """
-
-    scene: SceneChoice
-    mode: str
-    out: Path
-    count: int
-    width: int
-    height: int
-    spp: int
-    max_depth: int
-    samples_per_launch: int
-    seed: int
-    frames_in_flight: int
-    spp_per_frame: int
-    dt: float
-    quiet: bool = False
-    denoise: bool = False
-    gpus: str | None = None
-    scheduler: str | None = None
-
-    @property
-    def frame_spp(self) -> int:
-        """Samples per pixel of one launch of the mode: ``--spp`` for a still, ``--spp-per-frame`` otherwise."""
-        return self.spp if self.mode == "still" else self.spp_per_frame
-
-
-def plan_from_args(args: argparse.Namespace) -> RenderPlan:
-    """Check the arguments and resolve the defaults (nothing is read, nothing touches the GPU).
-
-    Raises
-    ------
-    ValueError
-        With a one-line message naming the bad argument.
-    """
-    from ._render_multi import check_multi
-
-    for name in ("width", "height", "spp", "max_depth", "frames", "progressive", "frames_in_flight",
-                 "spp_per_frame"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
-    if args.samples_per_launch < 0:
-        raise ValueError(f"--samples-per-launch must be >= 0, got {args.samples_per_launch}")
-    if args.seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {args.seed}")
-    if not (math.isfinite(args.dt) and args.dt > 0):
-        raise ValueError(f"--dt must be a positive number of seconds, got {args.dt}")
-    if args.frames is not None and args.progressive is not None:
-        raise ValueError("--frames and --progressive exclude each other")
-    mode = "frames" if args.frames is not None else "progressive" if args.progressive is not None else "still"
-    scene = choose_scene(args, "cloth" if mode == "frames" else "cornell_box")
-    gpus, scheduler = args.gpus, args.scheduler
-    check_multi(gpus, scheduler, mode, bool(args.denoise))
-    out = _check_out(args.out, mode, scene.stem)
-    count = {"still": 0, "progressive": args.progressive, "frames": args.frames}[mode]
-    return RenderPlan(
-        scene=scene, mode=mode, out=out, count=int(count or 0), width=args.width, height=args.height, spp=args.spp,
-        max_depth=args.max_depth, samples_per_launch=args.samples_per_launch, seed=args.seed,
-        frames_in_flight=args.frames_in_flight, spp_per_frame=args.spp_per_frame, dt=float(args.dt),
-        quiet=bool(args.quiet), denoise=bool(args.denoise), gpus=gpus, scheduler=scheduler,
-    )
-
-
-def _check_out(out: str | None, mode: str, stem: str) -> Path:
-    """``--out`` with its default: a supported suffix, in an existing folder that this process may write to."""
-    from optixasync.io import check_image_path
-
-    if mode == "still":
-        path = check_image_path(out if out is not None else f"{stem}.png")
-    else:
-        path = check_image_path(out if out is not None else ("out.png" if mode == "frames" else f"{stem}.png"),
-                                (".png",))
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise ValueError(f"--out: the folder {str(folder)!r} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"--out: the folder {str(folder)!r} is not writable")
-    if path.is_dir():
-        raise ValueError(f"--out: {str(path)!r} is a folder, not a file")
-    return path
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,19 +27,11 @@ from ..errors import EXIT_OK, EXIT_UNAVAILABLE
 from ._progress import progress_bar
 
 if TYPE_CHECKING:
-    from ._render import RenderPlan
+    from ._render_plan import RenderPlan
 
-__all__ = ["format_stats", "render_options", "run_gpu"]
+__all__ = ["format_stats", "run_gpu"]
 
 _PROG = "optixasync render"
-
-
-def render_options(plan: RenderPlan) -> Any:
-    """The :class:`~optixasync.render.RenderOptions` of ``plan``."""
-    from optixasync.render import RenderOptions
-
-    return RenderOptions(width=plan.width, height=plan.height, spp=plan.frame_spp,
-                         samples_per_launch=plan.samples_per_launch, max_depth=plan.max_depth, seed=plan.seed)
 
 
 def _stages(plan: RenderPlan) -> list[Any]:
@@ -60,6 +52,8 @@ def run_gpu(plan: RenderPlan, scene: Any, cloth: Any) -> int:
     """Render ``plan`` on one GPU (this process's current device); returns the exit status."""
     from optixasync.cuda import Context
     from optixasync.render import RenderPipeline
+
+    from ._render_plan import render_options
 
     if plan.denoise:
         from optixasync.denoise import oidn_library_path

@@ -18,28 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ._progress import progress_bar
 
 if TYPE_CHECKING:
-    from ._render import RenderPlan
+    from ._render_plan import RenderPlan
 
-__all__ = ["check_multi", "multi_backend", "run_multi"]
-
-
-def check_multi(gpus: str | None, scheduler: str | None, mode: str, denoise: bool) -> None:
-    """The several-GPU options' own rules (whether the GPUs exist is asked of the driver later)."""
-    if gpus is None and scheduler is None:
-        return
-    if gpus is not None and scheduler is not None:
-        raise ValueError("--gpus and --scheduler exclude each other (a Dask cluster's workers choose their GPUs)")
-    flag = "--gpus" if gpus is not None else "--scheduler"
-    if mode == "progressive":
-        raise ValueError(f"{flag} renders a still (split by samples) or --frames (split by frames), not --progressive")
-    if denoise:
-        raise ValueError(f"{flag} does not denoise yet: render without --denoise")
-    if gpus is not None:
-        from optixasync.multi import parse_gpus
-
-        parse_gpus(gpus, available=1 << 16)  # the text's form; the devices themselves are checked at the start
-    elif not scheduler.strip():
-        raise ValueError("--scheduler needs an address such as tcp://host:8786")
+__all__ = ["multi_backend", "run_multi"]
 
 
 def multi_backend(plan: RenderPlan) -> Any:
@@ -63,7 +44,7 @@ def run_multi(plan: RenderPlan, scene: Any, cloth: Any, backend: Any) -> int:
     from optixasync.multi import Farm
     from optixasync.render import CameraSwing, ClothMotion
 
-    from ._render_gpu import render_options
+    from ._render_plan import render_options
 
     options = render_options(plan)
 

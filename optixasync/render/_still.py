@@ -21,7 +21,6 @@ from ._stages import FrameBuffers
 
 if TYPE_CHECKING:
     from ..scheduler import FrameResult
-    from ._pipeline import RenderPipeline
 
 __all__ = ["PROGRESS_SAMPLES_PER_LAUNCH", "render_still"]
 
@@ -29,9 +28,10 @@ __all__ = ["PROGRESS_SAMPLES_PER_LAUNCH", "render_still"]
 PROGRESS_SAMPLES_PER_LAUNCH = 16
 
 
-def render_still(pipeline: RenderPipeline, first: int, total: int, progress: Callable[[int], None] | None, *,
+def render_still(pipeline: Any, first: int, total: int, progress: Callable[[int], None] | None, *,
                  stages: bool = False, readback: Sequence[str] = ()) -> FrameResult:
-    """Samples ``first`` ... ``first + total - 1`` into the frame slot's still accumulation; the frame's result.
+    """Samples ``first`` ... ``first + total - 1`` of ``pipeline`` (a :class:`~optixasync.render.RenderPipeline`)
+    into the frame slot's still accumulation; the frame's result.
 
     The result holds ``sums`` ((height, width, 4) float32: RGB sums, then dropped samples) and ``readback``,
     views of pinned memory: release it (``with result:``). With ``stages``, the launches also write what the
@@ -75,7 +75,7 @@ def render_still(pipeline: RenderPipeline, first: int, total: int, progress: Cal
     return result
 
 
-def _report(pipeline: RenderPipeline, launches: list[tuple[int, GpuSpan]], progress: Any) -> None:
+def _report(pipeline: Any, launches: list[tuple[int, GpuSpan]], progress: Any) -> None:
     """Wait for the launches (each in turn with ``progress``, else the last) and add up their GPU time."""
     gpu_ms = 0.0
     for samples, span in launches:

@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ._material import Material
+#: A :class:`~optixasync.scene.Material` (the descriptors read its fields; named so to keep ``_material``, which
+#: asks the registry, from being imported back).
+Material = Any
 
 __all__ = ["MAX_BSDF_FAMILIES", "MATERIAL_PARAMS", "BsdfFamily", "bsdf_families", "bsdf_family", "bsdf_index",
            "register_bsdf"]

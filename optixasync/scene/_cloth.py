@@ -6,7 +6,7 @@ positions are a closed-form function of time: :meth:`ClothAnimation.positions`
 evaluates it in numpy (the initial mesh and the tests' reference), and the
 renderer's frame update :class:`optixasync.render.ClothMotion` evaluates the
 same formula (:data:`CLOTH_WAVES`) on the GPU, into the renderer's vertex
-buffer, and refits the structure, on the frame's stream.
+buffer, and refits the structure, inside the frame.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from optixasync.scene import Material, Mesh, Scene
+    from ._material import Material
+    from ._mesh import Mesh
+    from ._scene import Scene
 
 __all__ = ["CLOTH_WAVES", "ClothAnimation", "cloth_indices"]
 
@@ -154,7 +156,7 @@ class ClothAnimation:
 
     def mesh(self, t: float = 0.0) -> Mesh:
         """The cloth at time ``t`` as a dynamic :class:`Mesh` (host arrays)."""
-        from optixasync.scene import Mesh
+        from ._mesh import Mesh
 
         return Mesh(self.positions(t), self.indices(), material=self.material, name="cloth", dynamic=True)
 
@@ -192,6 +194,6 @@ class ClothAnimation:
 
 
 def _default_material() -> Material:
-    from optixasync.scene import Material
+    from ._material import Material
 
     return Material(reflectance=(0.8, 0.8, 0.8), two_sided=True)

@@ -25,7 +25,9 @@ from ..errors import MissingExtraError
 from ..validation import as_affine
 
 if TYPE_CHECKING:
-    from optixasync.scene import Material, Mesh, Scene
+    from ._material import Material
+    from ._mesh import Mesh
+    from ._scene import Scene
 
 __all__ = [
     "MESH_SUFFIXES",
@@ -116,7 +118,8 @@ def load_mesh(
     MissingExtraError
         If trimesh is not installed (the message says what to install; an ``ImportError``).
     """
-    from optixasync.scene import Material, Mesh
+    from ._material import Material
+    from ._mesh import Mesh
 
     path = check_mesh_path(path)
     user = _homogeneous(as_affine(transform, "transform")) if transform is not None else None
@@ -223,7 +226,7 @@ def cornell_room() -> Scene:
     A mesh is kept when it emits light or when every vertex lies on the
     walls (a coordinate at +-1); the blocks stand inside the room.
     """
-    from optixasync.scene import cornell_box
+    from ._cornell import cornell_box
 
     scene = cornell_box()
     kept = []
@@ -250,7 +253,7 @@ def load_into_cornell_box(
     The default material is light grey and two-sided: model files often mix
     triangle windings, and a one-sided surface is black from the back.
     """
-    from optixasync.scene import Material
+    from ._material import Material
 
     if not 0 < size <= 1.9:
         raise ValueError(f"size must be in (0, 1.9] to fit the room (2 wide), got {size}")

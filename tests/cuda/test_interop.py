@@ -461,13 +461,15 @@ def test_geometry_accel_consumes_foreign_arrays_on_its_stream(driver):
 
 
 def test_device_scene_consumes_foreign_arrays_instead_of_cupy_asarray(driver):
-    from optixasync.render import DeviceScene
+    from optixasync.render._placement import DevicePlacement
 
-    fake = SimpleNamespace(ctx=SimpleNamespace(device_id=0))
+    placement = object.__new__(DevicePlacement)  # no context: a foreign array needs none but its device id
+    placement.ctx, placement.stream, placement._kept = SimpleNamespace(device_id=0), SimpleNamespace(ptr=CONSUMER), []
     producer = DLPackProducer(vertices())
-    view = DeviceScene._to_device(fake, producer, SimpleNamespace(ptr=CONSUMER), "mesh 0 vertices", np.float32)
+    view = placement.mesh_array(producer, "mesh 0 vertices", np.float32, shared=False)
     assert producer.calls[0]["stream"] == CONSUMER and view.data.ptr == producer.host.ctypes.data
     assert view.data.mem._owner.producer is producer  # the scene's view keeps the producer alive
+    assert placement._kept == [view]  # and the placement keeps the view until the scene is released
 
 
 def test_allocator_memory_is_a_library_array():

@@ -34,13 +34,13 @@ import pytest
 
 from optixasync._config import kernels_dir  # where the package's kernels live has no public door
 from optixasync.program import compile_ptx
+from optixasync.render._path import COMPILE_OPTIONS  # the path tracer's NVRTC options (fast math)
 from optixasync.scene.bsdfs._plastic_tables import (  # the host precomputation has no public door yet
     PLASTIC_TABLE_SIZE,
     plastic_constants,
     specular_sampling_weight,
     table_cosines,
 )
-from optixasync.render._path import COMPILE_OPTIONS  # the path tracer's NVRTC options (fast math)
 
 HERE = Path(__file__).resolve().parent
 

@@ -9,15 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from optixasync.errors import MissingExtraError
 from PIL import Image
 
-from optixasync.io import ImageWriter, tonemap_srgb, write_image
+from optixasync.errors import MissingExtraError
 
 # Frame file names and the suffix check with a restricted list (the command's "use .png") are the render command's
 # helpers, with no public re-export.
-from optixasync.io import check_image_path, numbered_path
+from optixasync.io import ImageWriter, check_image_path, numbered_path, tonemap_srgb, write_image
 
 
 def png_of(tmp_path, linear) -> np.ndarray:

@@ -9,7 +9,6 @@ and reference checks as the GPU tests, on smaller images. Skipped, with the reas
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import math
 import os
@@ -19,7 +18,6 @@ import numpy as np
 import pytest
 from host_build import HostPlacement, aligned, build_pathtracer_library, compiler
 
-from optixasync.io import srgb_to_linear
 from optixasync.render import RenderOptions, check_scene
 from optixasync.render._layout import PATH_PARAMS
 from optixasync.render._params import fill_params
@@ -143,7 +141,7 @@ def test_same_seed_and_any_launch_split_give_the_same_bits(host_kernel):
 
 
 def test_tonemapped_image_matches_the_host_curve(host_kernel):
-    from optixasync.render import tonemap_srgb
+    from optixasync.io import tonemap_srgb
 
     tracer = HostTracer(host_kernel, cornell_box(), RenderOptions(width=16, height=16, spp=4))
     mean = tracer.render(4)

@@ -467,6 +467,7 @@ def cpu_scheduler(slots: int = 4, thread: bool = False, fences=None) -> FrameSch
     completion.new_fence = lambda: next(fences, None) or FakeFence(True)
     sched = object.__new__(FrameScheduler)
     sched.options, sched.stats, sched.stream, sched.params_dtype = completion._options, stats, FakeStream(), None
+    sched.ctx = None  # never used: the stub slots and fences need no device
     sched.graphs = False
     sched.frames_in_flight, sched._ring, sched._lock, sched._completion = slots, ring, completion._lock, completion
     sched._slots = [StubSlot(i) for i in range(slots)]
