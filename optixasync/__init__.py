@@ -22,9 +22,11 @@ from ._version import __version__
 from .accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, RayCaster, TriangleInput
 from .cuda import DeviceContext
 from .errors import (
+    AssetPathError,
     CudaError,
     DriverNotFoundError,
     FrameAbortedError,
+    LoadLimitError,
     MissingExtraError,
     NvrtcError,
     OptixAsyncError,
@@ -46,6 +48,7 @@ from .scheduler import Frame, FrameHandle, FrameResult, FrameScheduler, Schedule
 
 __all__ = [
     "AccelOptions",
+    "AssetPathError",
     "BuildFlags",
     "CompileOptions",
     "Context",
@@ -61,6 +64,7 @@ __all__ = [
     "GeometryAccel",
     "Instance",
     "InstanceAccel",
+    "LoadLimitError",
     "MissingExtraError",
     "Module",
     "ModuleOptions",
