@@ -23,6 +23,7 @@ from ._farm import (
     cpu_sample_sums,
     cpu_setup,
     frame_image,
+    render_records,
     sample_values,
 )
 from ._gltf_files import GltfBuilder, glb_bytes, node_grid_glb
@@ -51,6 +52,7 @@ __all__ = [
     "FaultAt",
     "FaultyUpdate",
     "frame_image",
+    "render_records",
     "sample_values",
     "child_output",
     "expected_busy_output",
