@@ -74,7 +74,8 @@ def test_a_scene_option_the_renderer_lacks_is_bad_input(capsys, monkeypatch):
     assert "environment" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [("--width", "0"), ("--port", "70000"), ("--encoders", "0"), ("--max-fps", "-1")])
+@pytest.mark.parametrize("argv", [("--width", "0"), ("--port", "70000"), ("--encoders", "0"), ("--max-fps", "-1"),
+                                  ("--token", "short"), ("--host", "0.0.0.0", "--allow-host", "bad host")])
 def test_bad_arguments_exit_2(argv, capsys):
     assert _cli.run(parse("--cpu", *argv)) == 2
     assert capsys.readouterr().err.startswith("optixasync view:")

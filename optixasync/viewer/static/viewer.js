@@ -163,7 +163,9 @@
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    ws = new WebSocket(`${scheme}://${location.host}/ws`);
+    const token = new URLSearchParams(location.search).get("token");  // a viewer served beyond loopback needs it
+    const query = token ? `?token=${encodeURIComponent(token)}` : "";
+    ws = new WebSocket(`${scheme}://${location.host}/ws${query}`);
     ws.binaryType = "arraybuffer";
     drawnSeq = 0;
     ackUpTo = 0;
