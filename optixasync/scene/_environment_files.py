@@ -23,6 +23,7 @@ None: file reading and numpy on the host.
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ __all__ = ["ENVIRONMENT_SUFFIXES", "load_environment"]
 
 #: File suffixes :func:`load_environment` reads (case-insensitive).
 ENVIRONMENT_SUFFIXES = (".hdr", ".rgbe", ".exr", ".npy")
+_NPY_VERSIONS = ((1, 0), (2, 0))
+_NPY_HEADER_BYTES = 10_000  # numpy's own bound on a header it parses
 
 
 def load_environment(path: str | Path, *, scale: float = 1.0, name: str | None = None, to_world: Any = None,
@@ -113,7 +116,18 @@ def _check_pixels(path: Path, files: AssetFiles, height: int, width: int, bytes_
 
 def _read_npy(path: Path, files: AssetFiles) -> np.ndarray:
     """A ``.npy`` array, its header (dtype, shape) checked against the limits and the file's size first."""
-    files.check_size(os.path.getsize(path), "the file")
+    size = os.path.getsize(path)
+    files.check_size(size, "the file")
+    with open(path, "rb") as handle:
+        preamble = handle.read(12)
+    # numpy reads as many header bytes as the preamble says before it checks them: check the claim first
+    if preamble[:6] != b"\x93NUMPY" or len(preamble) < 10 or (preamble[6], preamble[7]) not in _NPY_VERSIONS:
+        raise ValueError(f"cannot read numpy file {str(path)!r}: not an NPY file of format 1.0 or 2.0")
+    wide = preamble[6] > 1
+    length = struct.unpack("<I", preamble[8:12])[0] if wide and len(preamble) == 12 else struct.unpack(
+        "<H", preamble[8:10])[0]
+    if length > min(_NPY_HEADER_BYTES, size):
+        raise ValueError(f"cannot read numpy file {str(path)!r}: its header claims {length:,} bytes")
     try:
         with open(path, "rb") as handle:
             version = np.lib.format.read_magic(handle)

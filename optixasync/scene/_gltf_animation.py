@@ -189,7 +189,7 @@ def _channel(doc: GltfDocument, locals_: NodeLocals, channel: dict[str, Any], sa
     if path == "weights":
         doc.warn_once("morph-animation", f"{label} animates morph target weights: ignored (morph targets are)")
         return None
-    if path not in _PATHS:
+    if not isinstance(path, str) or path not in _PATHS:
         raise ValueError(f"{doc.file}: {label}: target path must be translation, rotation, scale or weights, got "
                          f"{str(path)[:32]!r}")
     if locals_.has_matrix[node]:

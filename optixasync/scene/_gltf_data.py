@@ -71,6 +71,11 @@ _COMPONENT_TYPES = {
 _TYPE_WIDTHS = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
 
 
+def _component_type(value: Any) -> np.dtype | None:
+    """The numpy dtype of an accessor ``componentType``, None for anything else (whatever its JSON type)."""
+    return _COMPONENT_TYPES.get(value) if type(value) is int else None
+
+
 def _decode_data_uri(uri: str, what: str, files: AssetFiles, element: str) -> bytes:
     """The bytes of a ``data:`` URI, its decoded size checked against the limits before decoding."""
     header, comma, payload = uri.partition(",")
@@ -277,7 +282,7 @@ class GltfDocument:
         kind = acc.get("type")
         if kind not in types:
             raise ValueError(f"{self.file}: {label} has type {str(kind)[:16]!r}, expected {' or '.join(types)}")
-        dtype = _COMPONENT_TYPES.get(acc.get("componentType"))
+        dtype = _component_type(acc.get("componentType"))
         if dtype is None:
             raise ValueError(f"{self.file}: {label} has unknown componentType {str(acc.get('componentType'))[:16]}")
         count = integer(acc.get("count"), f"{self.file}: {label}: count")
@@ -309,7 +314,7 @@ class GltfDocument:
         if count > len(data):
             raise ValueError(f"{self.file}: {label}: sparse.count {count} exceeds the accessor's count {len(data)}")
         indices, values = sparse.get("indices"), sparse.get("values")
-        index_dtype = _COMPONENT_TYPES.get(indices.get("componentType")) if isinstance(indices, dict) else None
+        index_dtype = _component_type(indices.get("componentType")) if isinstance(indices, dict) else None
         if not isinstance(values, dict) or index_dtype is None or index_dtype.kind != "u":
             raise ValueError(f"{self.file}: {label}: sparse needs indices (unsigned componentType) and values")
         where = self.read_view(indices.get("bufferView"), indices.get("byteOffset"), index_dtype, count, 1,
