@@ -188,3 +188,15 @@ def test_an_exr_data_window_is_checked_before_it_is_decoded(tmp_path):
     assert load_environment(tmp_path / "sky.exr").image.shape == (20, 30, 3)
     with pytest.raises(LoadLimitError, match=r"20 x 30 pixels\): 600 exceeds"):
         load_environment(tmp_path / "sky.exr", limits={"max_image_pixels": 599})
+
+
+def test_an_npy_preamble_claiming_a_huge_header_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "sky.npy"
+    np.save(path, np.zeros((2, 2, 3), np.float32))
+    data = bytearray(path.read_bytes())
+    data[6:8] = b"\x02\x00"  # format 2.0: a 4-byte header length ...
+    data[8:12] = struct.pack("<I", 600 << 20)  # ... claiming 600 MiB
+    path.write_bytes(bytes(data))
+    with peak_memory() as peak, pytest.raises(ValueError, match="its header claims 629,145,600 bytes"):
+        load_environment(path)
+    assert peak.bytes < 16 << 20
