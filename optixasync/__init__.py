@@ -8,19 +8,18 @@ device memory, streams and events come from CuPy (the ``cuda13`` or
 Layers, each importing only those before it: the OptiX binding
 (``_optix``), ``cuda`` (device context, streams, events, memory),
 ``program`` (NVRTC, modules, pipelines, SBT), ``accel`` (GAS, IAS),
-:class:`Context` (factories), ``scheduler`` (frames in flight), ``scene``,
+``scheduler`` (frames in flight), ``scene``,
 ``render`` (the path tracer); ``diagnostics`` beside them. See
 ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-from ._context import Context
 from ._optix._types import BuildFlags, ExceptionFlags, PrimitiveTypeFlags, RayFlags, TraversableGraphFlags
 from ._structs import struct_dtype
 from ._version import __version__
 from .accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, RayCaster, TriangleInput
-from .cuda import DeviceContext
+from .cuda import Context
 from .errors import (
     AssetPathError,
     CudaError,
@@ -53,7 +52,6 @@ __all__ = [
     "CompileOptions",
     "Context",
     "CudaError",
-    "DeviceContext",
     "DriverNotFoundError",
     "ExceptionFlags",
     "Frame",

@@ -17,7 +17,7 @@ from optixasync._optix import types as optix_types
 from optixasync._optix._loader import ABI_TABLE_SIZES, load_library, probe_abi
 from optixasync.accel import GeometryAccel, TriangleInput
 from optixasync.errors import NvrtcError, OptixError
-from optixasync.program import PipelineOptions, ShaderBindingTable
+from optixasync.program import Module, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
 from optixasync.testing import DEFAULT_TRIANGLE, HELLO_PARAMS, render_triangle
 
 pytestmark = pytest.mark.gpu
@@ -31,11 +31,11 @@ def hello(ctx, tmp_path_factory):
     """Module, program groups and pipeline of ``hello_triangle.cu``, built as ``optixasync.testing.HelloRenderer`` builds them."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPTIXASYNC_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
-        module = ctx.create_module("hello_triangle.cu", pipeline_options=HELLO_OPTIONS)
-        raygen = ctx.create_raygen(module, "__raygen__hello")
-        miss = ctx.create_miss(module, "__miss__hello")
-        hit = ctx.create_hitgroup(module, closesthit="__closesthit__hello")
-        pipeline = ctx.create_pipeline([raygen, miss, hit], max_trace_depth=1)
+        module = Module(ctx, "hello_triangle.cu", pipeline_options=HELLO_OPTIONS)
+        raygen = ProgramGroup.raygen(ctx, module, "__raygen__hello")
+        miss = ProgramGroup.miss(ctx, module, "__miss__hello")
+        hit = ProgramGroup.hitgroup(ctx, module, closesthit="__closesthit__hello")
+        pipeline = Pipeline(ctx, [raygen, miss, hit], max_trace_depth=1)
     groups = {"module": module, "raygen": raygen, "miss": miss, "hit": hit, "pipeline": pipeline}
     yield groups
     ctx.stream.synchronize()
@@ -55,7 +55,7 @@ def sbt(ctx, hello):
 
 def test_unknown_raygen_lists_the_defined_entries(ctx, hello):
     with pytest.raises(ValueError) as info:
-        ctx.create_raygen(hello["module"], "__raygen__nope")
+        ProgramGroup.raygen(ctx, hello["module"], "__raygen__nope")
     message = str(info.value)
     assert "__raygen__nope" in message
     assert "__raygen__hello" in message
@@ -65,25 +65,25 @@ def test_unknown_raygen_lists_the_defined_entries(ctx, hello):
 
 def test_entry_of_the_wrong_kind(ctx, hello):
     with pytest.raises(ValueError, match="__raygen__"):
-        ctx.create_raygen(hello["module"], "__miss__hello")
+        ProgramGroup.raygen(ctx, hello["module"], "__miss__hello")
     with pytest.raises(ValueError, match="__miss__"):
-        ctx.create_miss(hello["module"], "__raygen__hello")
+        ProgramGroup.miss(ctx, hello["module"], "__raygen__hello")
     with pytest.raises(ValueError, match="__closesthit__"):
-        ctx.create_hitgroup(hello["module"], closesthit="__miss__hello")
+        ProgramGroup.hitgroup(ctx, hello["module"], closesthit="__miss__hello")
     with pytest.raises(ValueError, match="__anyhit__"):
-        ctx.create_hitgroup(hello["module"], anyhit="__closesthit__hello")
+        ProgramGroup.hitgroup(ctx, hello["module"], anyhit="__closesthit__hello")
 
 
 def test_unknown_miss_and_hit_entries(ctx, hello):
     with pytest.raises(ValueError, match="__miss__hello"):
-        ctx.create_miss(hello["module"], "__miss__nope")
+        ProgramGroup.miss(ctx, hello["module"], "__miss__nope")
     with pytest.raises(ValueError, match="__closesthit__hello"):
-        ctx.create_hitgroup(hello["module"], closesthit="__closesthit__nope")
+        ProgramGroup.hitgroup(ctx, hello["module"], closesthit="__closesthit__nope")
 
 
 def test_entry_name_must_be_a_str(ctx, hello):
     with pytest.raises(TypeError, match="str"):
-        ctx.create_raygen(hello["module"], b"__raygen__hello")
+        ProgramGroup.raygen(ctx, hello["module"], b"__raygen__hello")
 
 
 # --- ABIs -----------------------------------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ def test_refused_abi_raises_the_probed_status(monkeypatch, abi):
 
 def test_cuda_syntax_error(ctx):
     with pytest.raises(NvrtcError) as info:
-        ctx.create_module('extern "C" __global__ void __raygen__x() { oops }\n')
+        Module(ctx, 'extern "C" __global__ void __raygen__x() { oops }\n')
     err = info.value
     assert err.log, "NVRTC gave no log"
     assert re.search(r"\(1\): error", err.log), err.log

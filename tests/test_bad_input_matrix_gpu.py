@@ -36,6 +36,7 @@ import pytest
 import optixasync
 from optixasync import FrameAbortedError
 from optixasync.accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, TriangleInput
+from optixasync.program import Module, ProgramGroup
 from optixasync.render import PathTracer, RenderOptions, write_image
 from optixasync.scene import Mesh, Scene, cornell_box, load_mesh, rectangle
 from optixasync.scheduler import FrameScheduler, SchedulerOptions
@@ -507,9 +508,9 @@ def on_closed_context(case_id: str, call: Callable[[Any], Any]) -> None:
     case(case_id, RuntimeError, "context is closed")(arrange)
 
 
-on_closed_context("module-on-a-closed-context", lambda closed: closed.create_module("busy.cu"))
+on_closed_context("module-on-a-closed-context", lambda closed: Module(closed, "busy.cu"))
 on_closed_context("structure-on-a-closed-context", lambda closed: GeometryAccel(closed, TriangleInput(TRI)))
-on_closed_context("factory-on-a-closed-context", lambda closed: closed.create_geometry_accel(TriangleInput(TRI)))
+on_closed_context("factory-on-a-closed-context", lambda closed: GeometryAccel(closed, TriangleInput(TRI)))
 on_closed_context("scheduler-on-a-closed-context", lambda closed: FrameScheduler(closed, 2))
 on_closed_context("path-tracer-on-a-closed-context",
                   lambda closed: PathTracer(closed, cornell_box(), RenderOptions(width=8, height=8, spp=1)))
@@ -542,8 +543,8 @@ def _(env: Env):
 
 @case("program-group-of-a-module-of-another-context", ValueError, "another context")
 def _(env: Env):
-    module = env.other_context().create_module("busy.cu")
-    return lambda: env.ctx.create_raygen(module, "__raygen__busy")
+    module = Module(env.other_context(), "busy.cu")
+    return lambda: ProgramGroup.raygen(env.ctx, module, "__raygen__busy")
 
 
 @case("launch-of-a-pipeline-of-another-context", ValueError, "another context")

@@ -17,12 +17,13 @@ def test_unsupported_abi_is_a_clear_value_error(abi):
         optixasync.Context(abi=abi)
 
 
-def test_context_is_a_device_context():
-    assert issubclass(optixasync.Context, optixasync.DeviceContext)
-    for factory in ("create_module", "create_raygen", "create_miss", "create_hitgroup", "create_pipeline",
-                    "create_sbt", "create_geometry_accel", "create_instance_accel"):
-        assert callable(getattr(optixasync.Context, factory))
-        assert not hasattr(optixasync.DeviceContext, factory)  # the low layer has no factories
+def test_one_context_class_and_one_creation_path():
+    """Context is the one context class (defined in the cuda layer); resources are made by their constructors."""
+    import optixasync.cuda
+
+    assert optixasync.Context is optixasync.cuda.Context
+    assert not hasattr(optixasync, "DeviceContext") and not hasattr(optixasync.cuda, "DeviceContext")
+    assert not [name for name in dir(optixasync.Context) if name.startswith("create_")]
 
 
 @pytest.mark.parametrize(("level", "exc"), [(5, ValueError), (-1, ValueError), (2.0, TypeError), (True, TypeError)])
@@ -66,7 +67,7 @@ class FakeResource:
             raise self.error
 
 
-def fake_device_context(cls=optixasync.DeviceContext, sync_error: Exception | None = None):
+def fake_device_context(cls=optixasync.Context, sync_error: Exception | None = None):
     """A device context over stand-ins, open, as the constructor leaves it; returns it and its call record."""
     calls: list = []
     ctx = cls.__new__(cls)
@@ -144,22 +145,36 @@ def test_a_failure_after_the_optix_context_is_created_destroys_it(monkeypatch):
 
     monkeypatch.setattr("optixasync.cuda._context.create_stream", no_stream)
     with pytest.raises(CudaError, match="creating a stream"):
-        optixasync.DeviceContext(disk_cache=False)
+        optixasync.Context(disk_cache=False)
     assert calls == ["create", ("destroy", 0xC0DE)]
 
 
 @pytest.mark.parametrize("close_fails", [False, True])
-def test_a_failed_warm_up_closes_the_context_and_raises_its_own_error(monkeypatch, close_fails):
+def test_a_failed_set_up_step_closes_the_context_and_raises_its_own_error(monkeypatch, close_fails):
     record: list = []
 
-    def fake_init(self, *args, **kwargs):
+    def fake_init(self, *args, warm_up=True, **kwargs):
         _fill(self, record, CudaError(700, "cudaErrorIllegalAddress", "illegal address") if close_fails else None)
+        self.warm_up = warm_up
+        if warm_up:
+            self._run_setup_steps()
 
     def failing_warm_up(ctx):
         raise RuntimeError("the warm-up failed")
 
-    monkeypatch.setattr(optixasync.DeviceContext, "__init__", fake_init)
-    monkeypatch.setattr("optixasync._context.warm_up_accel", failing_warm_up)
+    monkeypatch.setattr(optixasync.Context, "__init__", fake_init)
+    monkeypatch.setattr("optixasync.cuda._context._setup_steps", [failing_warm_up])
     with pytest.raises(RuntimeError, match="the warm-up failed"):
         optixasync.Context()
     assert record[-1] == ("destroy", 0xC0DE)
+    optixasync.Context(warm_up=False)  # no step runs
+
+
+def test_the_accel_warm_up_is_a_registered_set_up_step():
+    from optixasync.accel import _warmup
+    from optixasync.cuda import _context, register_setup_step
+
+    assert _warmup.warm_up in _context._setup_steps
+    before = list(_context._setup_steps)
+    register_setup_step(_warmup.warm_up)  # registering again runs it once
+    assert _context._setup_steps == before

@@ -6,7 +6,18 @@ import numpy as np
 import pytest
 
 import optixasync
-from optixasync import AccelOptions, CudaError, Instance, TriangleInput
+from optixasync import (
+    AccelOptions,
+    CudaError,
+    GeometryAccel,
+    Instance,
+    InstanceAccel,
+    Module,
+    Pipeline,
+    ProgramGroup,
+    ShaderBindingTable,
+    TriangleInput,
+)
 from optixasync.render import PathTracer, RenderOptions
 from optixasync.scene import cornell_box
 from optixasync.scheduler import FrameScheduler
@@ -18,10 +29,10 @@ pytestmark = pytest.mark.gpu
 def test_close_releases_every_resource_however_it_was_made(ctx):
     before = ctx.memory.used_bytes()
     other = optixasync.Context(warm_up=False)
-    module = other.create_module("busy.cu")
+    module = Module(other, "busy.cu")
     busy = BusyWorkload(other)  # made with the constructors, not the factories
-    gas = other.create_geometry_accel(TriangleInput(DEFAULT_TRIANGLE))
-    ias = other.create_instance_accel([Instance(gas)])
+    gas = GeometryAccel(other, TriangleInput(DEFAULT_TRIANGLE))
+    ias = InstanceAccel(other, [Instance(gas)])
     sched = FrameScheduler(other, 2, params_dtype=BUSY_PARAMS)
     tracer = PathTracer(other, cornell_box(), RenderOptions(width=32, height=32, spp=1))
     with sched.frame() as f:
@@ -33,7 +44,7 @@ def test_close_releases_every_resource_however_it_was_made(ctx):
     assert sched.closed and tracer.program.pipeline.handle == 0
     other.close()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
-        other.create_module("busy.cu")
+        Module(other, "busy.cu")
     import cupy
 
     cupy.cuda.Device().synchronize()  # the test may wait: the stream-ordered frees have run
@@ -42,15 +53,15 @@ def test_close_releases_every_resource_however_it_was_made(ctx):
 
 def test_objects_of_another_context_are_refused(ctx):
     with optixasync.Context(warm_up=False) as other:
-        module = other.create_module("busy.cu")
-        raygen = other.create_raygen(module, "__raygen__busy")
+        module = Module(other, "busy.cu")
+        raygen = ProgramGroup.raygen(other, module, "__raygen__busy")
         with pytest.raises(ValueError, match="another context"):
-            ctx.create_pipeline([raygen])
+            Pipeline(ctx, [raygen])
         with pytest.raises(ValueError, match="another context"):
-            ctx.create_sbt(raygen)
-        gas = other.create_geometry_accel(TriangleInput(DEFAULT_TRIANGLE))
+            ShaderBindingTable(ctx, raygen)
+        gas = GeometryAccel(other, TriangleInput(DEFAULT_TRIANGLE))
         with pytest.raises(ValueError, match="another context"):
-            ctx.create_instance_accel([Instance(gas)])
+            InstanceAccel(ctx, [Instance(gas)])
         busy = BusyWorkload(other)
         sched = FrameScheduler(ctx, 1, params_dtype=BUSY_PARAMS)
         with pytest.raises(ValueError, match="another context"):
@@ -63,7 +74,7 @@ def test_cuda_failures_are_cuda_errors(ctx):
     with pytest.raises(CudaError, match="cudaErrorMemoryAllocation") as info:
         ctx.memory.alloc(1 << 52, ctx.stream)  # 4 PiB
     assert info.value.status == 2
-    gas = ctx.create_geometry_accel(TriangleInput(DEFAULT_TRIANGLE), AccelOptions(allow_update=True))
+    gas = GeometryAccel(ctx, TriangleInput(DEFAULT_TRIANGLE), AccelOptions(allow_update=True))
     gas.refit(DEFAULT_TRIANGLE + np.float32(0.5))  # the context still works
     ctx.stream.synchronize()
 

@@ -24,7 +24,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "tutorials").glob("*.md"))
 PYTHON_LANGUAGES = {"python", "py", "python3"}
 
 #: Calls that touch CUDA, whatever the block's other contents.
-GPU_CALLS = {"Context", "DeviceContext", "spin_gpu", "create_stream", "syncwatch", "assert_no_sync", "blocks",
+GPU_CALLS = {"Context", "spin_gpu", "create_stream", "syncwatch", "assert_no_sync", "blocks",
              "render_triangle", "Farm", "LocalGPUs", "DaskGPUs"}
 #: Calls that need CUPTI (the ``diagnostics`` extra).
 CUPTI_CALLS = {"syncwatch", "assert_no_sync"}
@@ -182,10 +182,10 @@ def test_cpu_blocks_run(path, tmp_path, monkeypatch):
 
 def _close_contexts(namespace: dict) -> None:
     """Close the contexts a page left open (it failed before its last block)."""
-    from optixasync.cuda import DeviceContext
+    from optixasync.cuda import Context
 
     for value in list(namespace.values()):
-        if isinstance(value, DeviceContext) and not value.closed:
+        if isinstance(value, Context) and not value.closed:
             try:
                 value.close()
             except Exception:  # the page's own failure is the one to report

@@ -195,8 +195,8 @@ class AccelStructure:
             self.nbytes = self.uncompacted_nbytes = int(sizes.outputSizeInBytes)
             self.compacted = False
             if self.options.allow_compaction:
-                self._size_device = ctx.memory.alloc(8, stream)
-                emit = t.AccelEmitDesc(int(self._size_device.ptr), int(t.AccelPropertyType.COMPACTED_SIZE))
+                self._size_device = ctx.memory.empty((1,), np.uint64, stream)
+                emit = t.AccelEmitDesc(int(self._size_device.data.ptr), int(t.AccelPropertyType.COMPACTED_SIZE))
                 emit_count = 1
         timer = self._build_timer if building else self._refit_timer
         span = timer.start(stream)
@@ -224,8 +224,7 @@ class AccelStructure:
         del temp  # freed in the stream's order: after the build, never under it
         if building and emit is not None:
             # The compacted size travels to pinned memory behind an event; nobody waits for it here.
-            self._size_staging = ctx.pinned.allocate(8)  # viewed only when read: the submit path stays short
-            self._size_staging.copy_from_device_async(self._size_device, stream, 8)
+            self._size_staging = ctx.pinned.download(self._size_device, stream)  # 8 bytes, read once the event passed
             self._size_event = ctx.deferred.after(stream)
             # The structure's end is after the copy: a stream ordered after it (a rebuild elsewhere, which hands
             # the staging to deferred release there) never lets the staging go back to the pool under the copy.
@@ -248,7 +247,7 @@ class AccelStructure:
         """The size the structure compacts to; None until the GPU has reported it (never waits)."""
         if self._size_event is None or not self._size_event.done:
             return None
-        return int(self._size_staging.view(np.uint64)[0])
+        return int(self._size_staging[0])
 
     # -- compaction ----------------------------------------------------------------
     def compact(self, wait: bool = False, stream: Any = None) -> bool:

@@ -37,7 +37,7 @@ from ._base import AccelStructure
 from ._inputs import TriangleInput
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["GeometryAccel"]
 
@@ -49,7 +49,7 @@ class GeometryAccel(AccelStructure):
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     inputs : TriangleInput or sequence of TriangleInput
         Each input gets its own range of SBT records (in order).
     options : AccelOptions or dict, optional
@@ -63,7 +63,7 @@ class GeometryAccel(AccelStructure):
         GPU times, known once the operation has finished.
     """
 
-    def __init__(self, ctx: DeviceContext, inputs: TriangleInput | Sequence[TriangleInput], options: Any = None, *,
+    def __init__(self, ctx: Context, inputs: TriangleInput | Sequence[TriangleInput], options: Any = None, *,
                  stream: Any = None) -> None:
         super().__init__(ctx, options, stream)
         self.inputs = [inputs] if isinstance(inputs, TriangleInput) else list(inputs)

@@ -19,7 +19,7 @@ from ..validation import as_affine, as_int
 from ._base import AccelStructure
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["Instance", "InstanceAccel", "INSTANCE_DTYPE"]
 
@@ -75,7 +75,7 @@ class InstanceAccel(AccelStructure):
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     instances : sequence of Instance
         Of structures created with the same context.
     options : AccelOptions or dict, optional
@@ -83,7 +83,7 @@ class InstanceAccel(AccelStructure):
         Build stream; ordered after each instanced structure's last operation.
     """
 
-    def __init__(self, ctx: DeviceContext, instances: Sequence[Instance], options: Any = None, *, stream: Any = None) -> None:
+    def __init__(self, ctx: Context, instances: Sequence[Instance], options: Any = None, *, stream: Any = None) -> None:
         super().__init__(ctx, options, stream)
         self.instances = list(instances)
         if not self.instances or not all(isinstance(i, Instance) for i in self.instances):

@@ -18,7 +18,7 @@ from ..cuda import as_cupy_stream, synchronize
 from ..program import Module, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["RayCaster", "RAYCAST_PARAMS", "HIT_RECORDS"]
 
@@ -40,7 +40,7 @@ class RayCaster:
     up to ``HIT_RECORDS - 1`` (each offset selects an identical record).
     """
 
-    def __init__(self, ctx: DeviceContext) -> None:
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         options = PipelineOptions(num_payload_values=3)
         self.module = Module(ctx, "raycast.cu", pipeline_options=options)
@@ -89,14 +89,11 @@ class RayCaster:
         params_device = ctx.upload(params, stream)
         self.pipeline.launch(self.sbt, params_device, count, stream=stream)
         out = {}
-        staged = []
-        for name, device in (("t", t), ("prim", prim), ("inst", inst)):
-            buffer, view = ctx.pinned.array(device.shape, device.dtype)
-            buffer.copy_from_device_async(device, stream)
-            staged.append((name, buffer, view))
+        staged = [(name, ctx.pinned.download(device, stream)) for name, device in (("t", t), ("prim", prim),
+                                                                                    ("inst", inst))]
         done = ctx.deferred.after(stream, o, d, t, prim, inst, params_device)
         synchronize(done, "waiting for the ray casts")  # the caller asked for hits: wait for this query only
-        for name, _buffer, view in staged:
+        for name, view in staged:
             out[name] = view.copy()
         out["hit"] = out["prim"] >= 0
         return out

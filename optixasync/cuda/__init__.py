@@ -10,7 +10,12 @@ as where its writes are pending, :func:`consume_device_array` records an
 event there (no other work) for the consumer's stream to wait for.
 
 Every mechanism the layers above share lives here once: ordering a stream
-after an event (:func:`wait_event`, :class:`Readiness`), timing GPU work
+after an event (:func:`wait_event`, :class:`Readiness`) or after another
+stream (:func:`join_streams`), uploads into new or existing device buffers
+(``Context.upload``, ``Context.upload_into``) and downloads into pinned
+memory (``PinnedPool.download``), launch parameters staged in pinned memory
+(:class:`StagedStruct`), the device current in a thread (:func:`use_device`),
+CuPy array code on a given stream and pool (``DeviceMemory.scope``), timing GPU work
 (:class:`GpuTimer`), converting any stream-like (:func:`as_cupy_stream`),
 translating CUDA failures into :class:`~optixasync.errors.CudaError`,
 using other libraries' device arrays in place with their stream order kept
@@ -23,22 +28,23 @@ run it under ``optixasync syncwatch``: it reports every call that blocked the
 host and the Python line that made it.
 """
 
-from ._context import DeviceContext
+from ._context import Context, register_setup_step
 from ._deferred import DeferredRelease
 from ._errors import as_cuda_error, cuda_errors, reraise
 from ._events import EventPool, elapsed_ms, event_done, fence_event, record_event, synchronize, timing_event
 from ._interop import ConsumedArray, consume_device_array, is_library_array
-from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer
+from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer, use_device
 from ._nvtx import enable_nvtx, nvtx_enabled, nvtx_range
 from ._ready import Readiness
 from ._spin import spin_gpu
-from ._streams import StreamLike, as_cupy_stream, create_stream, stream_handle, wait_event
+from ._staging import StagedStruct
+from ._streams import StreamLike, as_cupy_stream, create_stream, join_streams, stream_handle, wait_event
 from ._timer import GpuSpan, GpuTimer
 
 __all__ = [
     "ConsumedArray",
     "DeferredRelease",
-    "DeviceContext",
+    "Context",
     "DeviceMemory",
     "EventPool",
     "GpuSpan",
@@ -46,6 +52,7 @@ __all__ = [
     "PinnedBuffer",
     "PinnedPool",
     "Readiness",
+    "StagedStruct",
     "StreamLike",
     "as_cuda_error",
     "as_cupy_stream",
@@ -58,13 +65,16 @@ __all__ = [
     "event_done",
     "fence_event",
     "is_library_array",
+    "join_streams",
     "nvtx_enabled",
     "nvtx_range",
     "record_event",
+    "register_setup_step",
     "reraise",
     "spin_gpu",
     "stream_handle",
     "synchronize",
     "timing_event",
+    "use_device",
     "wait_event",
 ]

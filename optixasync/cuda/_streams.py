@@ -11,12 +11,11 @@ None: stream creation and ``cudaStreamWaitEvent`` are asynchronous driver calls.
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Protocol, Union
+from typing import Any, Protocol, Union, runtime_checkable
 
 from ._errors import cuda_errors, reraise
 
-__all__ = ["StreamLike", "as_cupy_stream", "create_stream", "stream_handle", "wait_event"]
+__all__ = ["StreamLike", "as_cupy_stream", "create_stream", "join_streams", "stream_handle", "wait_event"]
 
 
 class _CudaStreamProtocol(Protocol):
@@ -71,45 +70,34 @@ def as_cupy_stream(stream: Any) -> Any:
 
     A CuPy stream is returned as it is; an object with ``__cuda_stream__``
     whose ``stream`` attribute is the CuPy stream of that handle (an
-    optixasync ``Frame``) gives that stream; anything else becomes a
-    ``cupy.cuda.ExternalStream`` over its handle (which does not own it)
-    and holds a reference to ``stream``, so that the stream object stays
+    optixasync ``Frame``) gives that stream; anything else is wrapped with
+    ``cupy.cuda.Stream.from_external`` over its handle (which does not own
+    it), keeping a reference to ``stream``, so that the stream object stays
     alive as long as the wrapper (kept by structures and allocations) does:
     a PyTorch or cuda.core stream destroys its stream when collected.
     Raises like :func:`stream_handle`.
     """
     import cupy
 
-    kinds = (cupy.cuda.Stream, cupy.cuda.ExternalStream)
-    if isinstance(stream, kinds):
+    if isinstance(stream, cupy.cuda.Stream):
         stream_handle(stream)  # rejects the legacy default stream
         return stream
     handle = stream_handle(stream)  # for a Frame: marks the start of its GPU work
-    inner = getattr(stream, "stream", None)
-    if isinstance(inner, kinds) and inner.ptr == handle:
+    inner = stream.stream if isinstance(stream, _StreamOwner) else None
+    if isinstance(inner, cupy.cuda.Stream) and inner.ptr == handle:
         return inner
-    from_external = getattr(cupy.cuda.Stream, "from_external", None)  # CuPy 14; ExternalStream before
-    if from_external is not None:
-        # The stream's own __cuda_stream__ is not called again (a Frame marks its GPU work there); the wrapper
-        # keeps the _Handle, which keeps the stream object.
-        return from_external(_Handle(handle, stream))
-    wrapper = _owning_external_stream()(handle)
-    wrapper.owner = stream  # ExternalStream itself keeps only the handle
-    return wrapper
+    # The stream's own __cuda_stream__ is not called again (a Frame marks its GPU work there); the wrapper keeps
+    # the _Handle, which keeps the stream object.
+    return cupy.cuda.Stream.from_external(_Handle(handle, stream))
 
 
-@functools.lru_cache(maxsize=1)
-def _owning_external_stream() -> type:
-    """``cupy.cuda.ExternalStream`` with room for the object its handle came from (CuPy before 14).
+@runtime_checkable
+class _StreamOwner(Protocol):
+    """What carries its CuPy stream as ``.stream`` beside ``__cuda_stream__`` (an optixasync ``Frame``)."""
 
-    A subclass, because an ``ExternalStream`` may be an extension type that takes no new attributes.
-    """
-    import cupy
+    stream: Any
 
-    class _OwningExternalStream(cupy.cuda.ExternalStream):
-        pass
-
-    return _OwningExternalStream
+    def __cuda_stream__(self) -> tuple[int, int]: ...
 
 
 class _Handle:
@@ -136,3 +124,17 @@ def wait_event(stream: Any, event: Any) -> None:
         cupy.cuda.runtime.streamWaitEvent(stream_handle(stream), event.ptr, 0)
     except Exception as exc:
         reraise(exc, "cudaStreamWaitEvent")
+
+
+def join_streams(waiter: Any, producer: Any, event: Any = None) -> Any:
+    """Make work enqueued on ``waiter`` from now on wait (on the GPU) for what ``producer`` holds so far.
+
+    Records ``event`` (a new fence event if None) on ``producer`` and makes ``waiter`` wait for it; both may be
+    any stream-like. Re-recording an event later is safe: a wait already enqueued refers to the record it saw.
+    Returns the event.
+    """
+    from ._events import record_event
+
+    event = record_event(as_cupy_stream(producer), event)
+    wait_event(waiter, event)
+    return event

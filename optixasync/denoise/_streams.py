@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cuda import as_cupy_stream, create_stream, fence_event, record_event, wait_event
+from ..cuda import create_stream, fence_event, join_streams
 from ..cuda import stream_handle as _stream_handle
 
 __all__ = ["stream_handle", "create_stream", "EventPair"]
@@ -39,24 +39,19 @@ def stream_handle(stream: Any, name: str = "stream") -> int:
 class EventPair:
     """Two events that join the denoiser's stream with a caller's stream, both ways, without a host wait.
 
-    ``before(caller, own)``: work enqueued on ``own`` from now on waits for what
-    ``caller`` holds so far. ``after(own, caller)``: work enqueued on
-    ``caller`` from now on waits for what ``own`` holds so far. Re-recording an
-    event is safe: a wait already enqueued refers to the record it saw.
+    ``before(caller, own)``: work enqueued on ``own`` from now on waits for what ``caller`` holds so far.
+    ``after(own, caller)``: the other way round. Each direction re-records its own event
+    (:func:`optixasync.cuda.join_streams`), so a join costs no event creation.
     """
 
     def __init__(self) -> None:
         self._events: list[Any] = [fence_event(), fence_event()]
 
-    def _join(self, event: Any, first: int, then: int) -> None:
-        record_event(as_cupy_stream(first), event)
-        wait_event(then, event)
-
     def before(self, caller: int, own: int) -> None:
-        self._join(self._events[0], caller, own)
+        join_streams(own, caller, self._events[0])
 
     def after(self, own: int, caller: int) -> None:
-        self._join(self._events[1], own, caller)
+        join_streams(caller, own, self._events[1])
 
     def destroy(self) -> None:
         self._events.clear()  # CuPy destroys an event when its last reference goes

@@ -52,9 +52,9 @@ class _Worker:
 
     def _use_device(self) -> None:
         try:
-            import cupy
+            from ..cuda import use_device
 
-            cupy.cuda.Device(self.device).use()  # CuPy's current device is per thread
+            use_device(self.device)  # CuPy's current device is per thread
         except Exception:  # no CUDA here (CPU work, or the error surfaces when the Work is made)
             pass
 

@@ -80,8 +80,7 @@ class TracerWork:
     """A worker's path tracer on one GPU (see the module documentation)."""
 
     def __init__(self, factory: TracerFactory, device: int | None) -> None:
-        from .._context import Context
-        from ..cuda import create_stream
+        from ..cuda import Context, create_stream
         from ..render import ImageWriter, PathTracer
         from ..scheduler import FrameScheduler
 
@@ -106,9 +105,9 @@ class TracerWork:
         return self.ctx.device_id
 
     def process(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, Any]]:
-        import cupy
+        from ..cuda import use_device
 
-        cupy.cuda.Device(self.ctx.device_id).use()  # this thread may not be the one that made the context
+        use_device(self.ctx.device_id)  # this thread may not be the one that made the context
         for task in tasks:
             payload = task.payload
             if isinstance(payload, SampleRange):
@@ -156,19 +155,16 @@ class TracerWork:
             return
         meshes = self.factory.scene.meshes
         for k in self._dynamic:  # the scene's vertices, through pinned staging, straight into the tracer's buffer
-            target = self.tracer.vertices(k, self.stream)
-            staging, view = self.ctx.pinned.array(target.shape, target.dtype)
-            view[...] = meshes[k].vertices
-            staging.copy_to_device_async(target, self.stream)
-            self.ctx.deferred.after(self.stream, staging)
+            self.ctx.upload_into(self.tracer.vertices(k, self.stream), meshes[k].vertices.astype(np.float32, copy=False),
+                                 self.stream)
         self.tracer.refit(self.stream)
         self._moved = False
 
     def close(self) -> None:
         """Finish the frames and files in flight, then close the scheduler, tracer and context."""
-        import cupy
+        from ..cuda import use_device
 
-        cupy.cuda.Device(self.ctx.device_id).use()
+        use_device(self.ctx.device_id)
         try:
             self.writer.close()
             self.scheduler.close()

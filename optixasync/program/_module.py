@@ -34,7 +34,7 @@ from ._nvrtc import (
 from ._options import ModuleOptions, PipelineOptions
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["Module", "ProgramGroup", "resolve_source"]
 
@@ -66,7 +66,7 @@ class Module:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     source : str or Path
         A ``.cu`` path, the name of a kernel shipped with optixasync
         (``"hello_triangle.cu"``), or CUDA source text.
@@ -87,7 +87,7 @@ class Module:
 
     def __init__(
         self,
-        ctx: DeviceContext,
+        ctx: Context,
         source: Any,
         *,
         pipeline_options: PipelineOptions | dict | None = None,
@@ -164,7 +164,7 @@ class ProgramGroup:
     registers itself with the context.
     """
 
-    def __init__(self, ctx: DeviceContext, kind: t.ProgramGroupKind, desc: t.ProgramGroupDesc,
+    def __init__(self, ctx: Context, kind: t.ProgramGroupKind, desc: t.ProgramGroupDesc,
                  modules: list[Module]) -> None:
         ctx.require_open()
         for module in modules:
@@ -187,7 +187,7 @@ class ProgramGroup:
         ctx.track(self)
 
     @classmethod
-    def raygen(cls, ctx: DeviceContext, module: Module, entry: str) -> ProgramGroup:
+    def raygen(cls, ctx: Context, module: Module, entry: str) -> ProgramGroup:
         desc = t.ProgramGroupDesc()
         desc.kind = t.ProgramGroupKind.RAYGEN
         desc.raygen.module = module.handle
@@ -195,7 +195,7 @@ class ProgramGroup:
         return cls(ctx, t.ProgramGroupKind.RAYGEN, desc, [module])
 
     @classmethod
-    def miss(cls, ctx: DeviceContext, module: Module | None, entry: str | None) -> ProgramGroup:
+    def miss(cls, ctx: Context, module: Module | None, entry: str | None) -> ProgramGroup:
         """A miss program group; ``module=None, entry=None`` makes a group that does nothing on a miss.
 
         Raises
@@ -215,7 +215,7 @@ class ProgramGroup:
         return cls(ctx, t.ProgramGroupKind.MISS, desc, [module] if module else [])
 
     @classmethod
-    def hitgroup(cls, ctx: DeviceContext, module: Module, closesthit: str | None = None, anyhit: str | None = None) -> ProgramGroup:
+    def hitgroup(cls, ctx: Context, module: Module, closesthit: str | None = None, anyhit: str | None = None) -> ProgramGroup:
         desc = t.ProgramGroupDesc()
         desc.kind = t.ProgramGroupKind.HITGROUP
         if closesthit is not None:

@@ -22,7 +22,7 @@ from ._options import PipelineOptions
 from ._sbt import ShaderBindingTable
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["Pipeline", "compute_stack_sizes", "merge_stack_sizes"]
 
@@ -68,7 +68,7 @@ class Pipeline:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     program_groups : sequence of ProgramGroup
         Exactly one raygen group, any number of miss and hit groups.
     max_trace_depth : int
@@ -79,7 +79,7 @@ class Pipeline:
 
     def __init__(
         self,
-        ctx: DeviceContext,
+        ctx: Context,
         program_groups: Sequence[ProgramGroup],
         *,
         max_trace_depth: int = 1,

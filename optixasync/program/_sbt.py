@@ -23,7 +23,7 @@ from ..cuda import Readiness, as_cupy_stream
 from ._module import ProgramGroup
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["ShaderBindingTable", "record_dtype"]
 
@@ -68,7 +68,7 @@ class ShaderBindingTable:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     raygen : ProgramGroup or (ProgramGroup, data)
     miss : sequence of ProgramGroup or (ProgramGroup, data)
         Miss records, indexed by the ``miss_index`` of a trace.
@@ -94,7 +94,7 @@ class ShaderBindingTable:
 
     def __init__(
         self,
-        ctx: DeviceContext,
+        ctx: Context,
         raygen: Any,
         miss: Sequence[Any] = (),
         hitgroup: Sequence[Any] = (),
@@ -120,22 +120,21 @@ class ShaderBindingTable:
             layout.append((name, records, stride, total))
             total += stride * len(records)
         self.nbytes = total
-        staging, host = ctx.pinned.array((total,), np.uint8)
-        host[:] = 0
+        host = np.zeros(total, np.uint8)
         for _name, records, stride, offset in layout:
             for i, (group, data) in enumerate(records):
                 at = offset + i * stride
-                group.pack_header(staging.ptr + at)
+                group.pack_header(host.ctypes.data + at)
                 if data is not None:
                     host[at + _HEADER : at + _HEADER + data.nbytes] = np.frombuffer(data.tobytes(), np.uint8)
-        self.host_bytes = host.copy()  # what was uploaded, for inspection and tests
-        self.buffer = ctx.memory.alloc(total, stream)
-        staging.copy_to_device_async(self.buffer, stream, total)
+        self.host_bytes = host  # what was uploaded, for inspection and tests
+        self.buffer = ctx.memory.empty((total,), np.uint8, stream)
+        ctx.upload_into(self.buffer, host, stream)
         self.ready = Readiness()
-        self.ready.adopt(ctx.deferred.after(stream, staging), stream)
+        self.ready.adopt(ctx.deferred.after(stream), stream)
         self._groups = [g for _, records, _, _ in layout for g, _ in records]  # keep groups alive
 
-        base = int(self.buffer.ptr)
+        base = int(self.buffer.data.ptr)
         s = t.ShaderBindingTable()
         for name, records, stride, offset in layout:
             if name == "raygen":

@@ -54,7 +54,7 @@ from ._params import material_record, mesh_records, plastic_table
 from ._textures import DeviceTextures
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
     from ._program import PathTracerProgram
 
 __all__ = ["DeviceScene", "check_scene", "environment_probability", "host_emitter_table"]
@@ -138,7 +138,7 @@ class DeviceScene:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     scene : Scene
         Read at creation: later changes to the scene's meshes are not seen
         (move dynamic meshes through :meth:`vertices` and :meth:`refit`).
@@ -172,7 +172,7 @@ class DeviceScene:
         The end of the set-up; :meth:`order` puts a stream after it and after the structure's last operation.
     """
 
-    def __init__(self, ctx: DeviceContext, scene: Scene, program: PathTracerProgram, stream: Any,
+    def __init__(self, ctx: Context, scene: Scene, program: PathTracerProgram, stream: Any,
                  emitters: EmitterTable | None = None) -> None:
         import cupy
 

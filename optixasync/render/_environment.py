@@ -40,7 +40,7 @@ from ..cuda import as_cupy_stream
 from ..scene._environment import LUMINANCE_WEIGHTS, Environment, band_weights, lookup_height, lookup_image
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["ENVIRONMENT_RECORD", "DeviceEnvironment", "EnvironmentTables", "environment_record",
            "environment_tables"]
@@ -143,7 +143,7 @@ class DeviceEnvironment:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     environment : Environment
         Read at creation.
     stream : cupy.cuda.Stream or stream-like
@@ -160,7 +160,7 @@ class DeviceEnvironment:
         The host copy of the ``EnvironmentRecord``.
     """
 
-    def __init__(self, ctx: DeviceContext, environment: Environment, stream: Any) -> None:
+    def __init__(self, ctx: Context, environment: Environment, stream: Any) -> None:
         if not isinstance(environment, Environment):
             raise TypeError(f"environment must be an optixasync.scene.Environment, got {type(environment).__name__}")
         self.ctx = ctx
@@ -190,7 +190,7 @@ class DeviceEnvironment:
         # CuPy's array operations run on its current stream; their temporaries come from the stream-ordered
         # pool on that stream (CuPy's own pool would cudaMalloc them and keep them: 671 MB after a 4096 x 2049
         # map), freed on the stream once the kernels that use them have run.
-        with stream, cupy.cuda.using_allocator(lambda nbytes: memory.alloc(nbytes, stream)):
+        with memory.scope(stream):
             self.texels[:height, :, :3] = pixels
             if rows > height:  # a 2-row map: the last row repeated
                 self.texels[height:, :, :3] = pixels[height - 1:]

@@ -57,7 +57,7 @@ from ._program import PathTracerProgram
 from ._tonemap import tonemap_srgb
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
     from ..scheduler import Frame
 
 __all__ = ["PROGRESS_SAMPLES_PER_LAUNCH", "DenoiseInputs", "PathTracer"]
@@ -84,7 +84,7 @@ class PathTracer:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
         Usually an :class:`optixasync.Context`.
     scene : Scene
         Read at creation: later changes to the scene's meshes are not seen
@@ -125,11 +125,11 @@ class PathTracer:
 
     params_dtype: np.dtype = PATH_PARAMS
 
-    def __init__(self, ctx: DeviceContext, scene: Scene, options: RenderOptions | dict | None = None, *,
+    def __init__(self, ctx: Context, scene: Scene, options: RenderOptions | dict | None = None, *,
                  stream: Any = None) -> None:
-        from ..cuda import DeviceContext
+        from ..cuda import Context
 
-        if not isinstance(ctx, DeviceContext):
+        if not isinstance(ctx, Context):
             raise TypeError(f"ctx must be an optixasync.Context, got {type(ctx).__name__}")
         ctx.require_open()
         # Everything that can be wrong with the input is checked before the first GPU call.

@@ -16,7 +16,7 @@ from .._optix._types import CompileDebugLevel, CompileOptimizationLevel, Travers
 from ..program import CompileOptions, Module, ModuleOptions, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["COMPILE_OPTIONS", "INSTANCED_PIPELINE_OPTIONS", "MODULE_OPTIONS", "PIPELINE_OPTIONS", "PathTracerProgram"]
 
@@ -43,7 +43,7 @@ class PathTracerProgram:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     instanced : bool
         Trace an instance structure (scenes with instanced meshes) rather than one GAS.
 
@@ -54,7 +54,7 @@ class PathTracerProgram:
     pipeline, pipeline_aovs : Pipeline
     """
 
-    def __init__(self, ctx: DeviceContext, *, instanced: bool = False) -> None:
+    def __init__(self, ctx: Context, *, instanced: bool = False) -> None:
         self.ctx = ctx
         self.instanced = bool(instanced)
         pipeline_options = INSTANCED_PIPELINE_OPTIONS if self.instanced else PIPELINE_OPTIONS

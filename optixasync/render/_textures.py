@@ -3,7 +3,7 @@
 The kernel samples textures through texture objects (``tex2D``), so wrap
 modes, bilinear filtering and the sRGB decoding of 8-bit colour images are
 done by the texture unit. Texels travel host -> pinned staging -> device
-buffer on the set-up stream (:meth:`DeviceContext.upload`), then device
+buffer on the set-up stream (:meth:`Context.upload`), then device
 buffer -> CUDA array on the same stream; nothing waits on the host.
 
 Blocking calls
@@ -28,7 +28,7 @@ from ..scene import Texture
 from ._tonemap import srgb_to_linear
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["DeviceTextures", "texel_data"]
 
@@ -56,7 +56,7 @@ class DeviceTextures:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     textures : list of Texture
     stream : stream
         The set-up stream: uploads and copies are enqueued there.
@@ -67,7 +67,7 @@ class DeviceTextures:
         Bytes of texel data on the device.
     """
 
-    def __init__(self, ctx: DeviceContext, textures: list[Texture], stream: Any) -> None:
+    def __init__(self, ctx: Context, textures: list[Texture], stream: Any) -> None:
         from cupy.cuda import runtime
         from cupy.cuda import texture as cutex
 

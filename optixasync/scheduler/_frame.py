@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cuda import GpuSpan, PinnedBuffer, _nvtx
+from ..cuda import GpuSpan, StagedStruct, _nvtx
 from ._results import FrameHandle
 from ._stats import FrameStats
 
@@ -43,21 +43,23 @@ class Slot:
     """Resources of one frame slot, reused by every N-th frame: parameter staging and persistent buffers."""
 
     def __init__(self, scheduler: FrameScheduler, index: int) -> None:
-        ctx = scheduler.ctx
         self.index = index
-        self.params_staging: PinnedBuffer | None = None
-        self.params_view: np.ndarray | None = None
-        self.params_device: Any = None
+        self.params: StagedStruct | None = None
         if scheduler.params_dtype is not None:
-            self.params_staging = ctx.pinned.allocate(scheduler.params_dtype.itemsize)
-            self.params_view = self.params_staging.view(scheduler.params_dtype, (1,)).reshape(())
-            self.params_device = ctx.memory.alloc(scheduler.params_dtype.itemsize, scheduler.stream)
+            self.params = StagedStruct(scheduler.ctx, scheduler.params_dtype, scheduler.stream)
         self.buffers: dict[str, Any] = {}
+
+    @property
+    def params_view(self) -> np.ndarray | None:
+        """The launch parameters in pinned memory (None without a parameter layout)."""
+        return self.params.host if self.params is not None else None
 
     def release(self) -> None:
         """Let go of the slot's device and pinned memory (the scheduler is closing; its frames have completed)."""
         self.buffers = {}
-        self.params_device = self.params_staging = self.params_view = None
+        if self.params is not None:
+            self.params.release()
+            self.params = None
 
 
 class Frame:
@@ -138,23 +140,23 @@ class Frame:
 
     # -- GPU work ----------------------------------------------------------------
     def _upload_params(self) -> None:
-        if self.launched or self._slot.params_staging is None:
+        if self.launched or self._slot.params is None:
             return
         self.begin_gpu_work()
-        self._slot.params_staging.copy_to_device_async(self._slot.params_device, self.stream)
+        self._slot.params.push(self.stream)
         self.launched = True
 
     def launch(self, pipeline: Any, sbt: Any, width: int, height: int = 1, depth: int = 1) -> None:
         """Enqueue ``optixLaunch`` with this frame's parameters (copied to the device on the first launch)."""
         self._check_recording()
-        if self._slot.params_device is None:
+        if self._slot.params is None:
             raise RuntimeError("this scheduler was created without params_dtype; it has no launch parameters")
         self._scheduler.ctx.require_own(pipeline, "the pipeline")
         with self._timed(), _nvtx.annotate("optixasync.launch"):
             self._upload_params()
             start = time.perf_counter()
             pipeline.launch(
-                sbt, self._slot.params_device, width, height, depth, stream=self.stream,
+                sbt, self._slot.params.device, width, height, depth, stream=self.stream,
                 params_size=self._scheduler.params_dtype.itemsize,
             )
             self.stats.launch_ms += (time.perf_counter() - start) * 1e3
@@ -197,9 +199,8 @@ class Frame:
         if any(n == name for n, _ in self.readbacks):
             raise ValueError(f"readback {name!r} already requested in frame {self.index}")
         with self._timed(), _nvtx.annotate("optixasync.readback"):
-            buffer, view = self._scheduler.ctx.pinned.array(device_array.shape, device_array.dtype)
             self.begin_gpu_work()
-            buffer.copy_from_device_async(device_array, self.stream, int(device_array.nbytes))
+            view = self._scheduler.ctx.pinned.download(device_array, self.stream)
             self.readbacks.append((name, view))  # the view keeps the pinned block alive
 
     def hold(self, *objects: Any) -> None:

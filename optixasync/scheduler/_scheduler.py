@@ -82,7 +82,7 @@ from ._ring import FrameRing
 from ._stats import FrameStats, SchedulerStats
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["FrameScheduler", "MAX_FRAMES_IN_FLIGHT"]
 
@@ -95,7 +95,7 @@ class FrameScheduler:
 
     Parameters
     ----------
-    ctx : DeviceContext
+    ctx : Context
     frames_in_flight : int
         Number of frame slots N. The host waits only when it is N frames ahead.
     params_dtype : numpy dtype, optional
@@ -126,7 +126,7 @@ class FrameScheduler:
 
     def __init__(
         self,
-        ctx: DeviceContext,
+        ctx: Context,
         frames_in_flight: int = 2,
         *,
         params_dtype: Any = None,

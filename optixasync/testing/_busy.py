@@ -21,7 +21,7 @@ from .._structs import struct_dtype
 from ..program import Module, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
     from ..scheduler import Frame
 
 __all__ = ["BUSY_PARAMS", "BusyWorkload", "expected_busy_output"]
@@ -38,7 +38,7 @@ def expected_busy_output(frame: int, scale: float, n: int) -> np.ndarray:
 class BusyWorkload:
     """The busy pipeline and its SBT, ready to launch inside a frame."""
 
-    def __init__(self, ctx: DeviceContext) -> None:
+    def __init__(self, ctx: Context) -> None:
         options = PipelineOptions(num_payload_values=0, traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS)
         self.module = Module(ctx, "busy.cu", pipeline_options=options)
         self.raygen = ProgramGroup.raygen(ctx, self.module, "__raygen__busy")

@@ -23,7 +23,7 @@ from ..cuda import synchronize
 from ..program import Module, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["HELLO_PARAMS", "DEFAULT_TRIANGLE", "HelloResult", "HelloRenderer", "fill_params", "render_triangle"]
 
@@ -46,7 +46,7 @@ class HelloResult:
 
 
 def render_triangle(
-    ctx: DeviceContext,
+    ctx: Context,
     width: int = 256,
     height: int = 256,
     vertices: np.ndarray = DEFAULT_TRIANGLE,
@@ -68,8 +68,7 @@ def render_triangle(
     params_device = ctx.upload(params, stream)
     renderer.pipeline.launch(renderer.sbt, params_device, width, height, stream=stream)
 
-    readback, host = ctx.pinned.array((height, width, 4), np.float32)
-    readback.copy_from_device_async(image, stream, image.nbytes)
+    host = ctx.pinned.download(image, stream)
     done = ctx.deferred.after(stream, image, params_device, gas, renderer.sbt)
     synchronize(done, "waiting for the triangle")  # the caller asked for pixels: wait for this frame only
     result = host.copy()
@@ -98,7 +97,7 @@ class HelloRenderer:
 
     def __init__(
         self,
-        ctx: DeviceContext,
+        ctx: Context,
         miss_color: tuple[float, float, float] = (0.1, 0.2, 0.3),
         traversable_graph_flags: TraversableGraphFlags = TraversableGraphFlags.ALLOW_ANY,
     ) -> None:

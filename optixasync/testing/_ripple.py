@@ -15,7 +15,7 @@ import numpy as np
 from ..cuda import Readiness, as_cupy_stream
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
 __all__ = ["grid_mesh", "RippleAnimator"]
 
@@ -46,7 +46,7 @@ def grid_mesh(cells: int, size: float = 1.6, z: float = 0.0) -> tuple[np.ndarray
 class RippleAnimator:
     """Writes the rippled positions of a rest mesh into a device array, on a stream."""
 
-    def __init__(self, ctx: DeviceContext, rest_vertices: np.ndarray, amplitude: float = 0.05) -> None:
+    def __init__(self, ctx: Context, rest_vertices: np.ndarray, amplitude: float = 0.05) -> None:
         import cupy
 
         self.rest = ctx.upload(np.ascontiguousarray(rest_vertices, np.float32))

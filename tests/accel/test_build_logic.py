@@ -15,7 +15,7 @@ import pytest
 
 from optixasync._optix import types as t
 from optixasync.accel import AccelStructure, GeometryAccel, Instance, InstanceAccel, RayCaster
-from optixasync.cuda import DeviceContext
+from optixasync.cuda import Context
 from optixasync.errors import OptixError
 
 
@@ -59,7 +59,7 @@ class FakeApi:
         return "refused"
 
 
-class FakeContext(DeviceContext):
+class FakeContext(Context):
     """A device context without a device: the real ownership checks, stand-ins for the driver and memory."""
 
     def __init__(self, device_id: int = 0) -> None:  # no super().__init__(): it would load the driver
@@ -70,8 +70,11 @@ class FakeContext(DeviceContext):
         self.stream = FakeStream(0x5000)
         self.tracked: list = []
         addresses = itertools.count(0xD000, 0x100)
-        self.memory = SimpleNamespace(alloc=lambda nbytes, stream: SimpleNamespace(ptr=next(addresses), nbytes=nbytes))
-        self.pinned = SimpleNamespace(allocate=lambda nbytes: FakeStaging(self.log))
+        self.memory = SimpleNamespace(
+            alloc=lambda nbytes, stream: SimpleNamespace(ptr=next(addresses), nbytes=nbytes),
+            empty=lambda shape, dtype, stream: SimpleNamespace(data=SimpleNamespace(ptr=next(addresses)), shape=shape,
+                                                               dtype=np.dtype(dtype)))
+        self.pinned = SimpleNamespace(download=self._download)
         self.deferred = SimpleNamespace(after=self._after)
 
     def _after(self, stream, *objects):
@@ -80,6 +83,11 @@ class FakeContext(DeviceContext):
         event.record(stream)
         return event
 
+    def _download(self, device_array, stream):
+        view = np.zeros(device_array.shape, device_array.dtype)
+        self.log.append(("copy", stream.ptr, view))
+        return view
+
     def upload(self, array, stream=None):
         return SimpleNamespace(data=SimpleNamespace(ptr=0xF000))
 
@@ -87,14 +95,6 @@ class FakeContext(DeviceContext):
         self.require_open()
         self.tracked.append(resource)
         return resource
-
-
-class FakeStaging:
-    def __init__(self, log: list) -> None:
-        self.log = log
-
-    def copy_from_device_async(self, src, stream, nbytes) -> None:
-        self.log.append(("copy", stream.ptr, self))
 
 
 class StandInAccel(AccelStructure):

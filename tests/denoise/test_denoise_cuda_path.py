@@ -61,17 +61,17 @@ class Recorder:
         self.log.append(("wait", stream, event))
 
 
-class ExternalStream:
-    def __init__(self, ptr: int, device_id: int = -1) -> None:
-        self.ptr = ptr
-
-
 class FakeStream:
     _ids = itertools.count(0x5000)
 
-    def __init__(self, non_blocking: bool = False) -> None:
-        assert non_blocking, "the denoiser must create non-blocking streams only"
-        self.ptr = next(self._ids)
+    def __init__(self, non_blocking: bool = False, ptr: int | None = None) -> None:
+        assert non_blocking or ptr is not None, "the denoiser must create non-blocking streams only"
+        self.ptr = next(self._ids) if ptr is None else ptr
+
+    @classmethod
+    def from_external(cls, owner) -> FakeStream:
+        """A wrapper over another library's stream (CuPy 14's ``Stream.from_external``)."""
+        return cls(ptr=owner.__cuda_stream__()[1])
 
 
 class FakeDevice:
@@ -90,7 +90,7 @@ def emulated(monkeypatch, oidn_cpu):
     """(runtime recorder, list of (device ids, stream handles) given to oidnNewCUDADevice)."""
     runtime = Recorder()
     cupy = types.ModuleType("cupy")
-    cupy.cuda = types.SimpleNamespace(Device=FakeDevice, Stream=FakeStream, ExternalStream=ExternalStream,
+    cupy.cuda = types.SimpleNamespace(Device=FakeDevice, Stream=FakeStream,
                                       Event=runtime.Event, runtime=runtime)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     lib = load_library()

@@ -13,7 +13,7 @@ from optixasync import ExceptionFlags, PrimitiveTypeFlags, TraversableGraphFlags
 
 # The binding's ctypes declarations (StackSizes, the compile-option structs and enums) have no public door.
 from optixasync._optix import types as t
-from optixasync.cuda import DeviceContext
+from optixasync.cuda import Context
 from optixasync.program import (
     Module,
     ModuleOptions,
@@ -287,15 +287,7 @@ class FakeApi:
         raise NoDriverCall(f"unexpected OptiX call {name}")
 
 
-class FakeStaging:
-    def __init__(self, host: np.ndarray) -> None:
-        self.ptr = host.ctypes.data
-
-    def copy_to_device_async(self, dst, stream, nbytes) -> None:
-        pass
-
-
-class FakeDeviceContext(DeviceContext):
+class FakeDeviceContext(Context):
     """A device context without a device: the real ownership checks, stand-ins for the driver and memory."""
 
     def __init__(self, device_id: int = 0) -> None:  # no super().__init__(): it would load the driver
@@ -304,14 +296,14 @@ class FakeDeviceContext(DeviceContext):
         self.api = FakeApi()
         self.stream = 0x5000 + device_id  # a raw CUstream handle is a stream-like
         self.tracked: list = []
-        self.memory = SimpleNamespace(alloc=lambda nbytes, stream: SimpleNamespace(ptr=0xD000, nbytes=nbytes))
-        self.pinned = SimpleNamespace(array=self._pinned_array)
+        self.memory = SimpleNamespace(empty=lambda shape, dtype, stream: SimpleNamespace(
+            data=SimpleNamespace(ptr=0xD000), nbytes=int(np.prod(shape)) * np.dtype(dtype).itemsize))
+        self.uploads: list = []  # (target, host bytes) of every upload_into
         self.deferred = SimpleNamespace(after=lambda stream, *objects: SimpleNamespace(done=True, ptr=0xE000))
 
-    @staticmethod
-    def _pinned_array(shape, dtype):
-        host = np.zeros(shape, dtype)
-        return FakeStaging(host), host
+    def upload_into(self, target, array, stream=None) -> None:
+        assert array.nbytes == target.nbytes
+        self.uploads.append((target, np.array(array)))
 
     def track(self, resource):
         self.require_open()
@@ -324,7 +316,7 @@ class FakeModule:
 
     require_entry = Module.require_entry
 
-    def __init__(self, ctx: DeviceContext, options: PipelineOptions | None = None) -> None:
+    def __init__(self, ctx: Context, options: PipelineOptions | None = None) -> None:
         self.ctx = ctx
         self.name = "fake.cu"
         self.handle = 0xAB
@@ -337,7 +329,7 @@ def fake_ctx() -> FakeDeviceContext:
     return FakeDeviceContext()
 
 
-def make_group(ctx: DeviceContext, kind: str, options: PipelineOptions | None = None) -> ProgramGroup:
+def make_group(ctx: Context, kind: str, options: PipelineOptions | None = None) -> ProgramGroup:
     module = FakeModule(ctx, options)
     if kind == "raygen":
         return ProgramGroup.raygen(ctx, module, "__raygen__rg")

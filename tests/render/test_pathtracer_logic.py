@@ -18,7 +18,7 @@ import pytest
 # live, the NVRTC options the path tracer compiles with (PathTracerProgram applies them only on a GPU), and the
 # layout tables (struct name -> dtype, mesh flag bits) that mirror kernels/pathtracer/records.h.
 from optixasync._config import kernels_dir
-from optixasync.cuda import DeviceContext
+from optixasync.cuda import Context
 from optixasync.program import compile_ptx
 from optixasync.render import (
     EMITTER_TRIANGLE,
@@ -169,7 +169,7 @@ class UntouchableStream:
         raise AssertionError(f"the context's stream was used ({name}) before the input was checked")
 
 
-class Untouchable(DeviceContext):
+class Untouchable(Context):
     """A stand-in open context: any use of it would be GPU work, and fails the test.
 
     Only asking whether it is open and taking a reference to its stream (which fails on any use) are allowed.
