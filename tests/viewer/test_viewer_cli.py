@@ -64,7 +64,6 @@ def test_view_builds_the_scene_render_builds(monkeypatch, tmp_path):
     """``--scene`` and ``--env`` go through the same resolver as ``optixasync render``: the asset keeps its own
     materials and camera (it is not placed in the Cornell box) and the sky is the --env one."""
     pytest.importorskip("aiohttp")
-    pytest.importorskip("pygltflib")
     import optixasync.viewer
     from optixasync.scene import Camera, Material, Mesh, Scene
 
