@@ -34,8 +34,8 @@ def warning_line(prog: str) -> Callable[..., None]:
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: TextIO | None = None, line: str | None = None) -> None:
         lines = str(message).strip().splitlines()
-        stream: Any = file if file is not None else sys.stderr
-        print(f"{prog}: warning: {lines[0] if lines else category.__name__}", file=stream, flush=True)
+        target: Any = file if file is not None else sys.stderr
+        print(f"{prog}: warning: {lines[0] if lines else category.__name__}", file=target, flush=True)
 
     return show
 
