@@ -135,22 +135,25 @@ class GltfAsset:
         uses: dict[tuple[int, int], int] = {}
         for instance in self.instances:
             uses[instance.key] = uses.get(instance.key, 0) + 1
-        shared = [k for k, instance in enumerate(self.instances) if uses[instance.key] > 1]
-        # one contiguous (I, 3, 4) array: each instance's transform is a view of it (checked when read)
-        transforms = np.ascontiguousarray(np.array([self.instances[k].matrix[:3] for k in shared]).reshape(-1, 3, 4))
-        out = []
-        slot = 0
-        for instance in self.instances:
-            base = self.meshes[instance.key]
-            name = f"{self.node_names[instance.node]}/{base.name}"
+        shared: dict[tuple[int, int], list[int]] = {}  # key -> positions of its instances, when placed more than once
+        for position, instance in enumerate(self.instances):
             if uses[instance.key] > 1:
-                out.append(placed(base, transforms[slot], name))
-                slot += 1
-            else:
+                shared.setdefault(instance.key, []).append(position)
+        out: list[Mesh | None] = [None] * len(self.instances)
+        for key, positions in shared.items():
+            base = self.meshes[key]
+            # one contiguous (I, 3, 4) array per primitive: each instance's transform is a view of it
+            transforms = np.ascontiguousarray(np.array([self.instances[k].matrix[:3] for k in positions]))
+            names = [f"{self.node_names[self.instances[k].node]}/{base.name}" for k in positions]
+            for k, mesh in zip(positions, placed(base, transforms, names), strict=True):
+                out[k] = mesh
+        for k, instance in enumerate(self.instances):
+            if out[k] is None:
+                base = self.meshes[instance.key]
                 mesh = base.transformed(instance.matrix)
-                mesh.name = name
-                out.append(mesh)
-        return out
+                mesh.name = f"{self.node_names[instance.node]}/{base.name}"
+                out[k] = mesh
+        return out  # type: ignore[return-value]
 
     def to_scene(self, camera: int | str | None = None, *, instancing: bool = True) -> Scene:
         """A :class:`Scene` of :meth:`scene_meshes` seen by :meth:`camera` (else :func:`framing_camera`)."""

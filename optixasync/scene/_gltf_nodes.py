@@ -308,23 +308,24 @@ def place_nodes(doc: GltfDocument, locals_: NodeLocals, roots: list[int]) -> Pla
     forest = is_forest(roots, children)
     if not forest:  # a node under several parents: count the paths before walking them
         count_placements(doc, roots, children)
-    node, parent, depth = [], [], []
-    stack = [(r, -1, 0) for r in reversed(roots)]
-    while stack:  # at most N placements in a forest, at most max_instances (counted) otherwise
-        k, up, level = stack.pop()
-        here = len(node)
-        node.append(k)
-        parent.append(up)
-        depth.append(level)
-        kids = children[k]
-        if kids:
-            stack.extend([(child, here, level + 1) for child in reversed(kids)])
+    if not any(children[r] for r in roots):  # roots only (a flat file): nothing to walk
+        order = np.array([(r, -1, 0) for r in roots], np.int64).reshape(-1, 3)
+    else:
+        placed: list[tuple[int, int, int]] = []
+        stack = [(r, -1, 0) for r in reversed(roots)]
+        while stack:  # at most N placements in a forest, at most max_instances (counted) otherwise
+            item = stack.pop()
+            placed.append(item)
+            kids = children[item[0]]
+            if kids:
+                here, level = len(placed) - 1, item[2] + 1
+                stack.extend([(child, here, level) for child in reversed(kids)])
+        order = np.array(placed, np.int64).reshape(-1, 3)
     if forest:
-        doc.budget.check(len(node), "max_instances", "node placements")
-        doc.budget.check(max(depth, default=-1) + 1, "max_node_depth", "the longest chain of nodes")
-    doc.budget.charge(len(node) * 160, "the node placements")  # world matrix and bookkeeping per placement
-    placements = Placements(np.array(node, np.int64), np.array(parent, np.int64), np.array(depth, np.int64),
-                            np.empty((0, 4, 4)))
+        doc.budget.check(len(order), "max_instances", "node placements")
+        doc.budget.check(int(order[:, 2].max(initial=-1)) + 1, "max_node_depth", "the longest chain of nodes")
+    doc.budget.charge(len(order) * 160, "the node placements")  # world matrix and bookkeeping per placement
+    placements = Placements(order[:, 0].copy(), order[:, 1].copy(), order[:, 2].copy(), np.empty((0, 4, 4)))
     world = placements.worlds(locals_.matrix)
     bad = np.flatnonzero(~np.isfinite(world.reshape(len(world), -1)).all(axis=1))
     if len(bad):

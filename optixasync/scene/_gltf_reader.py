@@ -51,7 +51,8 @@ class GltfReader:
         doc = self.doc
         doc.check_extensions()
         locals_ = node_locals(doc)
-        names = [_name(node.get("name"), f"node{k}") for k, node in enumerate(self.nodes)]
+        names = [(name[:200] if len(name) > 200 else name) if type(name) is str and name else f"node{k}"
+                 for k, name in enumerate([node.get("name") for node in self.nodes])]
         placements = place_nodes(doc, locals_, scene_roots(doc, locals_.children))
         asset = GltfAsset(doc.path, node_names=names, json=doc.json, placements=placements,
                           node_matrices=locals_.matrix)
@@ -88,21 +89,18 @@ class GltfReader:
         """
         doc = self.doc
         meshes = doc.items("meshes")
-        mesh_of: dict[int, int] = {}
-        per_node = np.zeros(len(self.nodes), np.int64)
-        for k in placed_nodes:
-            node = self.nodes[k]
-            mesh = node.get("mesh")
-            if mesh is None:
-                continue
+        nodes = self.nodes
+        mesh_of = {k: mesh for k in placed_nodes if (mesh := nodes[k].get("mesh")) is not None}
+        per_node = np.zeros(len(nodes), np.int64)
+        for k, mesh in mesh_of.items():
             if type(mesh) is not int or not 0 <= mesh < len(meshes):
                 doc.idx(mesh, "meshes", f"node {k}: mesh")
-            mesh_of[k] = mesh
             if mesh not in self.primitives:
                 self.primitives[mesh] = len(primitive_list(doc, meshes[mesh], mesh))
+            node = nodes[k]
             gpu = self.declared_instances(node, k) if "extensions" in node else 1
             per_node[k] = min(self.primitives[mesh] * gpu, doc.limits.max_instances + 1)
-            if node.get("skin") is not None:
+            if "skin" in node and node["skin"] is not None:
                 doc.warn_once("skin", f"node {k} is skinned: skins are ignored, meshes are placed by their nodes "
                               "unskinned")
         total = int(per_node[placements.node].sum())
@@ -197,10 +195,6 @@ class GltfReader:
         q = columns.get("ROTATION", np.tile([0.0, 0.0, 0.0, 1.0], (count, 1)))
         s = columns.get("SCALE", np.ones((count, 3)))
         return trs_matrices(t, normalized_quaternions(q, self.file, f"{what} instance"), s)
-
-
-def _name(value: Any, default: str) -> str:
-    return value[:200] if isinstance(value, str) and value else default
 
 
 def _light_index(doc: GltfDocument, light: dict[str, Any], lights: list[dict[str, Any]], k: int) -> int:

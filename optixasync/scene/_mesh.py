@@ -210,20 +210,29 @@ def replace_fields(mesh: Mesh, **changes: Any) -> Mesh:
     return Mesh(**fields)
 
 
-def placed(mesh: Mesh, transform: np.ndarray, name: str) -> Mesh:
-    """An instance of ``mesh`` (its arrays shared, none checked again) at ``transform``, named ``name``.
+def placed(mesh: Mesh, transforms: np.ndarray, names: list[str]) -> list[Mesh]:
+    """Instances of ``mesh`` (its arrays shared, none checked again), one per transform, named by ``names``.
 
-    For readers placing one checked primitive many times: ``transform`` must
-    already be a C-contiguous float64 (3, 4) affine matrix with a finite,
-    invertible linear part (what :func:`~optixasync.validation.as_affine`
-    returns), and ``mesh`` a static mesh without a transform. A fraction of
+    For readers placing one checked primitive many times: ``transforms`` must
+    be a C-contiguous float64 (N, 3, 4) array of affine matrices whose linear
+    parts are finite and invertible (what :func:`~optixasync.validation.as_affine`
+    accepts), and ``mesh`` a static mesh without a transform. Each instance's
+    ``transform`` is a view of ``transforms``. A fraction of
     :func:`replace_fields`' cost, which checks every array again.
     """
-    if mesh.transform is not None or mesh.dynamic or transform.shape != (3, 4) or transform.dtype != np.float64:
-        raise ValueError(f"mesh {mesh.name!r}: only a static mesh without a transform is placed, by a (3, 4) "
-                         f"float64 matrix (got {transform.shape} {transform.dtype})")
-    out = object.__new__(Mesh)
-    out.__dict__ = {**mesh.__dict__, "transform": transform, "name": name}
+    if mesh.transform is not None or mesh.dynamic:
+        raise ValueError(f"mesh {mesh.name!r}: only a static mesh without a transform is placed this way")
+    if transforms.ndim != 3 or transforms.shape[1:] != (3, 4) or transforms.dtype != np.float64 or len(
+            transforms) != len(names) or not transforms.flags.c_contiguous:
+        raise ValueError(f"mesh {mesh.name!r}: transforms must be a C-contiguous (N, 3, 4) float64 array, one per "
+                         f"name; got {transforms.shape} {transforms.dtype} for {len(names)} names")
+    fields = mesh.__dict__
+    new = object.__new__
+    out = []
+    for transform, name in zip(transforms, names, strict=True):
+        instance = new(Mesh)
+        instance.__dict__ = {**fields, "transform": transform, "name": name}
+        out.append(instance)
     return out
 
 
