@@ -102,6 +102,8 @@ def load_environment(path: str | Path, *, scale: float = 1.0, name: str | None =
         image = _read_npy(path, files)
     else:
         image = decode_rgbe(files.read(path, "the file"), f"Radiance HDR file {str(path)!r}", limits, files.budget)
+    if isinstance(image, np.ndarray) and image.ndim == 3:  # Environment keeps a checked float32 copy
+        files.budget.charge(image.shape[0] * image.shape[1] * 16, "the map's checked copy")
     return Environment(image=image, scale=scale, to_world=to_world, name=path.name if name is None else name)
 
 
