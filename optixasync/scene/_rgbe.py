@@ -13,8 +13,9 @@ Before a pixel is decoded, width times height is checked against
 has after its header: every scanline takes at least ``4 * W`` bytes flat or
 ``4 + 8 * ceil(W / 127)`` run-length encoded (a run holds at most 127 bytes),
 so a header claiming more than the file can hold is a ``ValueError`` at
-once, not an allocation. Decoding converts a band of rows at a time, so a
-load holds about 16 bytes per pixel (the RGBE bytes and the float32 result).
+once, not an allocation. Decoding converts a band of rows at a time, so it
+holds about 16 bytes per pixel (the RGBE bytes and the float32 result; an
+:class:`~optixasync.scene.Environment` made from it keeps its own checked copy).
 
 Blocking calls
 --------------
