@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("render", ("render",)),
     ("denoise", ("denoise",)),
     ("viewer", ("viewer",)),
+    ("notebook", ("notebook",)),
     ("multi", ("multi",)),
     ("top", ("testing", "cli", "__main__", "__init__")),
 ]

@@ -12,7 +12,7 @@ import pytest
 # The driver probe (optixasync._driver) has no public door; doctor reads it, and the in-process test below
 # makes it report a machine without a driver.
 from optixasync import __version__, _driver, cli
-from optixasync.cli._doctor import doctor
+from optixasync.cli._doctor import WITHOUT_A_GPU, doctor
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,6 +31,7 @@ def run_doctor(timeout: float) -> subprocess.CompletedProcess:
 
 
 VERSION_LINE = f"optixasync          : {__version__}"
+NO_GPU_LINE = f"without a GPU       : {WITHOUT_A_GPU}"
 
 
 @pytest.mark.skipif(_driver.load_cuda_library() is not None, reason="the NVIDIA driver is installed here (libcuda.so.1 loads)")
@@ -38,8 +39,9 @@ def test_doctor_without_a_driver():
     result = run_doctor(timeout=120)
     assert "Traceback" not in result.stdout + result.stderr, result.stderr
     assert result.returncode == 1, result.stdout + result.stderr
-    # doctor always names its version first (its report, on stdout); the problem is one line on stderr.
-    assert result.stdout.splitlines() == [VERSION_LINE], result.stdout
+    # doctor always names its version first (its report, on stdout), then what works without a GPU; the
+    # problem is one line on stderr.
+    assert result.stdout.splitlines() == [VERSION_LINE, NO_GPU_LINE], result.stdout
     assert result.stderr.splitlines() == [f"optixasync doctor: error: {_driver.no_driver_message()}"], result.stderr
 
 
@@ -48,7 +50,7 @@ def test_doctor_reports_a_missing_driver_in_process(monkeypatch):
     lines: list[str] = []
     errors: list[str] = []
     assert doctor(out=lines.append, err=errors.append) == 1
-    assert lines == [VERSION_LINE]
+    assert lines == [VERSION_LINE, NO_GPU_LINE]
     assert errors == [f"optixasync doctor: error: {_driver.no_driver_message()}"]
 
 

@@ -1,4 +1,4 @@
-"""Every Python block of README.md and docs/tutorials/*.md runs as written.
+"""Every Python block of README.md, the getting-started, install and notebook pages and docs/tutorials/*.md runs as written.
 
 The fenced ```python blocks of one page run in order in one namespace (a page may build on its earlier blocks),
 in a temporary working directory (they may write images). A block that touches the GPU (it creates a
@@ -6,7 +6,9 @@ in a temporary working directory (they may write images). A block that touches t
 other blocks, which must then not depend on the GPU ones, also run on the CPU. Blocks are compiled under the
 page's path with their line numbers in the page, so a failure points at the line of the Markdown file (and
 syncwatch attributes stalls to it). Non-runnable text (shell commands, output samples) is fenced as ``bash``,
-``console`` or ``text``, never ``python``.
+``console`` or ``text``, never ``python``. A block whose first line is ``# needs NAME (...)`` runs only where
+the module ``NAME`` imports (Mitsuba, say, which no extra brings); elsewhere it is left out and reported.
+The shell commands of the install and getting-started pages are checked by ``tests/test_docs_commands.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "tutorials").glob("*.md"))]
+PAGES = [ROOT / "README.md", *(ROOT / "docs" / name for name in ("getting-started.md", "install.md", "notebook.md")),
+         *sorted((ROOT / "docs" / "tutorials").glob("*.md"))]
 PYTHON_LANGUAGES = {"python", "py", "python3"}
 
 #: Calls that touch CUDA, whatever the block's other contents.
@@ -29,6 +32,7 @@ GPU_CALLS = {"Context", "spin_gpu", "create_stream", "syncwatch", "assert_no_syn
 #: Calls that need CUPTI (the ``diagnostics`` extra).
 CUPTI_CALLS = {"syncwatch", "assert_no_sync"}
 
+_NEEDS = re.compile(r"^# needs (?P<module>[A-Za-z_][A-Za-z0-9_.]*)\b")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
 
 
@@ -39,6 +43,7 @@ class Block:
     source: str
     gpu: bool = False
     cupti: bool = False
+    needs: str | None = None  # a module the block imports that no extra brings (``# needs NAME``)
 
     @property
     def where(self) -> str:
@@ -119,7 +124,9 @@ def classify(path: Path, text: str) -> list[Block]:
         gpu = bool(called & GPU_CALLS) or _uses_cupy(tree) or bool(loaded & gpu_names)
         if gpu:
             gpu_names |= _bound_names(tree)
-        out.append(Block(path, line, source, gpu=gpu, cupti=bool(called & CUPTI_CALLS)))
+        needs = _NEEDS.match(source)
+        out.append(Block(path, line, source, gpu=gpu, cupti=bool(called & CUPTI_CALLS),
+                         needs=needs["module"] if needs else None))
     return out
 
 
@@ -130,19 +137,33 @@ def _page_id(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def _run(blocks: list[Block], namespace: dict) -> None:
+    left_out = [b for b in blocks if b.needs and not _importable(b.needs)]
     for block in blocks:
+        if block in left_out:
+            continue
         # Padding keeps the page's line numbers: tracebacks (and syncwatch) point at the Markdown file.
         code = compile("\n" * (block.line - 1) + block.source, str(block.path), "exec", dont_inherit=True)
         exec(code, namespace)
+    if left_out:
+        import warnings
+
+        warnings.warn("left out (module missing): " + ", ".join(f"{b.where} needs {b.needs}" for b in left_out),
+                      stacklevel=2)
 
 
 def test_pages_exist_and_have_python_blocks():
-    assert (ROOT / "README.md") in PAGES
+    assert (ROOT / "README.md") in PAGES and ROOT / "docs" / "getting-started.md" in PAGES
     tutorials = {p.name for p in PAGES if p.parent.name == "tutorials"}
     assert {"index.md", "scheduler.md", "own-program.md", "accel.md", "path-tracer.md", "syncwatch.md"} <= tutorials
     for path, blocks in BLOCKS.items():
-        if path.name != "index.md":
+        if path.name not in ("index.md", "install.md"):
             assert blocks, f"{_page_id(path)} has no ```python block"
 
 
@@ -208,3 +229,14 @@ def test_page_runs_on_the_gpu(path, tmp_path, monkeypatch):
         _run(blocks, namespace)
     finally:
         _close_contexts(namespace)
+
+
+def test_a_block_may_name_a_module_it_needs():
+    text = "```python\n# needs mitsuba (pip install mitsuba)\nimport mitsuba\n```\n```python\nx = 1\n```\n"
+    blocks = classify(ROOT / "README.md", text)
+    assert [b.needs for b in blocks] == ["mitsuba", None]
+    namespace: dict = {}
+    if not _importable("mitsuba"):
+        with pytest.warns(UserWarning, match="needs mitsuba"):
+            _run(blocks, namespace)
+        assert namespace["x"] == 1

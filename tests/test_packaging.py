@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("build", reason="the 'build' package is not installed: pip install -e '.[test]'")
     out = tmp_path_factory.mktemp("wheel")
     proc = subprocess.run(
@@ -23,8 +23,18 @@ def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     assert proc.returncode == 0, f"python -m build --wheel failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     wheels = sorted(out.glob("optixasync-*.whl"))
     assert len(wheels) == 1, wheels
-    with zipfile.ZipFile(wheels[0]) as wheel:
-        return set(wheel.namelist())
+    return wheels[0]
+
+
+@pytest.fixture(scope="module")
+def wheel_files(wheel: Path) -> set[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return set(archive.namelist())
+
+
+def test_the_wheel_is_the_one_the_install_page_names(wheel: Path) -> None:
+    """docs/install.md tells a user to install ``dist/<this name>``: the name the build writes."""
+    assert f"dist/{wheel.name}[cuda13]" in (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("path", [

@@ -15,9 +15,14 @@ from collections.abc import Callable
 
 from ..errors import EXIT_OK, EXIT_UNAVAILABLE
 
-__all__ = ["add_parser", "doctor", "run"]
+__all__ = ["WITHOUT_A_GPU", "add_parser", "doctor", "run"]
 
 _PROG = "optixasync doctor"
+#: What doctor says works on a machine without a usable NVIDIA GPU (the renderer needs one).
+WITHOUT_A_GPU = ("the renderer needs an NVIDIA GPU; without one these work: the viewer and the notebook widget "
+                 "with the CPU source (optixasync view --cpu), the CPU denoiser (Denoiser(device='cpu'), the "
+                 "denoise extra), building and loading scenes (optixasync.scene), and the Mitsuba 3 converter "
+                 "(optixasync.testing.mitsuba_scene_dict)")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -58,6 +63,7 @@ def doctor(out: Callable[[str], None] = print, err: Callable[[str], None] = _std
 
     out(f"optixasync          : {__version__}")
     if _driver.load_cuda_library() is None:
+        out(f"without a GPU       : {WITHOUT_A_GPU}")
         return fail(_driver.no_driver_message())
     cuda_version = _driver.driver_cuda_version()
     if cuda_version:
@@ -68,6 +74,7 @@ def doctor(out: Callable[[str], None] = print, err: Callable[[str], None] = _std
     out(f"driver              : {_driver.driver_version() or 'unknown (libnvidia-ml.so.1 not found)'}, {cuda}")
     gpus = _driver.devices()
     if not gpus:
+        out(f"without a GPU       : {WITHOUT_A_GPU}")
         return fail("no CUDA device: the NVIDIA driver is loaded but sees no GPU (check nvidia-smi)")
     for gpu in gpus:
         major, minor = gpu.compute_capability

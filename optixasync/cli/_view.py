@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from .._exit import fail, run_command
 from ._scene import add_scene_arguments, build_scene, choose_scene
@@ -58,6 +59,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--encoders", type=int, default=2, metavar="N", help="JPEG encoder threads (default 2)")
     parser.add_argument("--max-fps", type=float, default=None, metavar="F",
                         help="most frames sent per second (default: as many as the browser takes)")
+    parser.add_argument("--save-dir", default=".", metavar="DIR",
+                        help="where the page's save and record buttons write their files (default: the working "
+                             "directory)")
     return parser
 
 
@@ -74,6 +78,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ValueError(f"--encoders must be in 1..64, got {args.encoders}")
     if args.max_fps is not None and not args.max_fps > 0:
         raise ValueError(f"--max-fps must be positive, got {args.max_fps}")
+    if not Path(args.save_dir).is_dir():
+        raise ValueError(f"--save-dir must be an existing folder, got {args.save_dir!r}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,7 +116,8 @@ def _serve(args: argparse.Namespace) -> int:
             return EXIT_UNAVAILABLE
     logging.basicConfig(level=logging.INFO, format=f"{_PROG}: %(message)s")
     viewer = Viewer(source, host=args.host, port=args.port, quality=args.quality, encoders=args.encoders,
-                    max_fps=args.max_fps, allowed_hosts=sorted(access.hosts), token=access.token or False)
+                    max_fps=args.max_fps, directory=args.save_dir, allowed_hosts=sorted(access.hosts),
+                    token=access.token or False)
     try:
         url = viewer.start()
     except OSError as exc:  # a port in use: this machine cannot serve there (exit status 1)

@@ -101,6 +101,19 @@ class FrameResult:
         state = "released" if self._released else f"readbacks={sorted(self.readbacks)}"
         return f"<FrameResult {self.index} {state}>"
 
+    def _repr_png_(self) -> bytes | None:
+        """In a notebook, a result with an 8-bit ``image`` readback (H, W, 3 or 4) shows as that picture (RGB)."""
+        image = self.readbacks.get("image")
+        if image is None or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] not in (3, 4):
+            return None
+        import io
+
+        from PIL import Image
+
+        out = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(image[..., :3]), "RGB").save(out, "PNG")
+        return out.getvalue()
+
 
 class FrameHandle:
     """A future for one frame (``frame.handle``).

@@ -44,6 +44,18 @@ class HelloResult:
     module_cache_hit: bool
     timings: dict[str, float]  # set-up broken down: NVRTC or PTX cache, optixModuleCreate, program groups, pipeline
 
+    def _repr_png_(self) -> bytes:
+        """In a notebook, the result shows as its image (sRGB, flipped so that +y is up: row 0 is the smallest y)."""
+        import io
+
+        from PIL import Image
+
+        from ..render import tonemap_srgb
+
+        out = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(tonemap_srgb(self.image[::-1, :, :3])), "RGB").save(out, "PNG")
+        return out.getvalue()
+
 
 def render_triangle(
     ctx: Context,

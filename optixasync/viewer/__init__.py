@@ -3,7 +3,10 @@
 The page shows a progressive image as it accumulates; mouse and keys move the
 camera (accumulation restarts); controls change denoising, samples per frame,
 resolution and max depth; an overlay shows fps, frames in flight, GPU busy,
-host submit time and samples.
+host submit time and samples; buttons save the image (PNG, linear EXR) and
+record an MP4 clip or the camera path, which :class:`Capture` also does from
+Python (``viewer.capture``). The same interface runs in a notebook cell:
+:class:`optixasync.notebook.ViewerWidget`.
 
 A renderer plugs in as a :class:`FrameSource`: its render loop runs on a
 thread it owns, reads ``sink.state.snapshot()`` every frame and hands each
@@ -29,9 +32,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._camera import KEYS, CameraPose, OrbitCamera
+from ._capture import Capture, LinearImageSource
+from ._clip import ClipRecorder
 from ._cpu import CpuFrameSource, CpuRenderer
 from ._encode import JpegEncoder
 from ._gpu import PathTracerSource
+from ._path import CameraPath, PathPlayer, PathRecorder
 from ._scene import pose_from_scene_camera, to_scene_camera
 from ._source import CallbackFrameSource, FrameMeta, FrameSink, FrameSource, NullSink, RenderLoop
 from ._state import LIMITS, Settings, ViewerState, ViewState
@@ -44,15 +50,21 @@ __all__ = [
     "KEYS",
     "LIMITS",
     "CallbackFrameSource",
+    "CameraPath",
     "CameraPose",
+    "Capture",
+    "ClipRecorder",
     "CpuFrameSource",
     "CpuRenderer",
     "FrameMeta",
     "FrameSink",
     "FrameSource",
     "JpegEncoder",
+    "LinearImageSource",
     "NullSink",
     "OrbitCamera",
+    "PathPlayer",
+    "PathRecorder",
     "PathTracerSource",
     "ProtocolClient",
     "ReceivedFrame",

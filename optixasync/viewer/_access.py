@@ -38,7 +38,7 @@ from ._hosts import is_loopback
 __all__ = ["AccessPolicy", "PUBLIC_ROUTES", "parse_host"]
 
 #: Routes served without the token: the page's own stylesheet and script (no state, no secrets).
-PUBLIC_ROUTES = frozenset({"/static/viewer.js", "/static/viewer.css"})
+PUBLIC_ROUTES = frozenset({"/static/viewer_ui.js", "/static/viewer.js", "/static/viewer.css"})
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$")
 
 

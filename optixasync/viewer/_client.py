@@ -55,6 +55,10 @@ class ReceivedFrame:
         """Samples per pixel in the image."""
         return int(self.header["samples"])
 
+    def _repr_jpeg_(self) -> bytes | None:
+        """In a notebook, the frame shows as its picture (the JPEG bytes as received)."""
+        return self.data if self.header.get("mime") == "image/jpeg" else None
+
     def decode(self) -> Any:
         """The image as a (H, W, 3) uint8 array (Pillow)."""
         import io

@@ -19,6 +19,7 @@ the next change until a long frame ends.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -111,6 +112,7 @@ class CpuRenderer:
 
     def __init__(self, seed: int = 0) -> None:
         self._rng = np.random.default_rng(seed)
+        self._lock = threading.Lock()  # the accumulation, between the render thread and linear() readers
         self._key: tuple[Any, ...] | None = None
         self._sum: np.ndarray | None = None
         self.samples = 0
@@ -126,9 +128,10 @@ class CpuRenderer:
         """Drop the accumulated samples when camera, resolution or depth differ from theirs."""
         key = (camera, settings.width, settings.height, settings.max_depth)
         if key != self._key:
-            self._key = key
-            self._sum = np.zeros((settings.height, settings.width, 3), np.float32)
-            self.samples = 0
+            with self._lock:
+                self._key = key
+                self._sum = np.zeros((settings.height, settings.width, 3), np.float32)
+                self.samples = 0
 
     def add_samples(self, camera: CameraPose, settings: Settings, spp: int,
                     stop: Callable[[], bool] | None = None) -> bool:
@@ -143,16 +146,21 @@ class CpuRenderer:
             sample = self._sample(camera, settings.width, settings.height, settings.max_depth, stop)
             if sample is None:
                 return False
-            self._sum += sample
-            self.samples += 1
+            with self._lock:
+                self._sum += sample
+                self.samples += 1
         return True
+
+    def linear(self, denoise: bool = False) -> np.ndarray:
+        """The mean of the samples in linear RGB, (H, W, 3) float32 (a new array; safe from any thread)."""
+        with self._lock:
+            assert self._sum is not None
+            linear = self._sum / max(self.samples, 1)
+        return self._blur(linear) if denoise else linear
 
     def image(self, denoise: bool = False) -> np.ndarray:
         """The mean of the samples as sRGB, (H, W, 4) uint8 with alpha 255."""
-        assert self._sum is not None
-        linear = self._sum / max(self.samples, 1)
-        if denoise:
-            linear = self._blur(linear)
+        linear = self.linear(denoise)
         h, w, _ = linear.shape
         out = np.empty((h, w, 4), np.uint8)
         idx = np.clip(linear * 4095.0, 0.0, 4095.0).astype(np.int32)
@@ -264,6 +272,8 @@ class CpuFrameSource(RenderLoop):
 
     Renders ``settings.spp`` samples per frame and publishes the accumulated image with
     ``samples`` so far; once ``max_samples`` are reached it sleeps until the state changes.
+    :meth:`linear_image` gives the linear values behind the newest frame (what a viewer's
+    capture writes to an EXR file).
 
     Parameters
     ----------
@@ -285,6 +295,13 @@ class CpuFrameSource(RenderLoop):
         self.initial_camera = CpuRenderer.default_camera()
         self.initial_settings = Settings(denoise=False, spp=1, width=int(width), height=int(height), max_depth=3)
         self._shown_version = -1
+        self._shown_denoise = False
+
+    def linear_image(self) -> np.ndarray | None:
+        """A copy of the accumulated linear RGB image, (H, W, 3) float32 (blurred as shown), or None before any."""
+        if self._renderer.samples == 0:
+            return None
+        return self._renderer.linear(self._shown_denoise).astype(np.float32, copy=False)
 
     def render(self, view: ViewState) -> tuple[np.ndarray, dict[str, Any]] | None:
         """Add ``spp`` samples and return the image, or None when converged and this state's frame is out."""
@@ -297,5 +314,6 @@ class CpuFrameSource(RenderLoop):
                                     stop=lambda: self.stale(view)):
             return None  # the state changed mid-frame: the loop renders the new one at once
         self._shown_version = view.version
+        self._shown_denoise = s.denoise
         return renderer.image(s.denoise), {"samples": renderer.samples, "denoise": s.denoise,
                                            "frames_in_flight": 1, "extra": {"spp": s.spp, "source": "cpu"}}

@@ -1,6 +1,6 @@
 """The viewer's HTTP surface: fixed routes only, security headers, and the checks of :mod:`~optixasync.viewer._access`.
 
-The page and its two assets are read once from the package's ``static``
+The page and its three assets are read once from the package's ``static``
 folder by fixed names; no route takes a path parameter, so no request can
 name a file. A request with a malformed ``Host`` is answered 400; on a
 loopback bind one whose ``Host`` names another host is refused (DNS
@@ -24,6 +24,7 @@ __all__ = ["SECURITY_HEADERS", "STATIC_FILES", "add_security_headers", "add_stat
 #: The only files served: route -> (file in the package's ``static`` folder, content type).
 STATIC_FILES = {
     "/": ("index.html", "text/html"),
+    "/static/viewer_ui.js": ("viewer_ui.js", "text/javascript"),
     "/static/viewer.js": ("viewer.js", "text/javascript"),
     "/static/viewer.css": ("viewer.css", "text/css"),
 }

@@ -27,13 +27,15 @@ class FrameMailbox:
     """Holds only the newest published frame; ``put`` is O(1) and never waits for the consumer.
 
     A frame replaced before :meth:`take` fetched it counts in :attr:`dropped`; its reference
-    is released at once.
+    is released at once. :meth:`latest` is the newest frame whether taken or not (what a
+    capture saves): the mailbox keeps that one reference until the next ``put`` or :meth:`clear`.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._frame: PublishedFrame | None = None
         self._waiter: Callable[[], None] | None = None
+        self._latest: PublishedFrame | None = None
         self.published = 0
         self.dropped = 0
 
@@ -45,7 +47,7 @@ class FrameMailbox:
             old = self._frame
             if old is not None:
                 self.dropped += 1
-            self._frame = PublishedFrame(self.published, image, meta, now)
+            self._frame = self._latest = PublishedFrame(self.published, image, meta, now)
             waiter, self._waiter = self._waiter, None
         del old  # release the replaced image outside the lock
         if waiter is not None:
@@ -59,7 +61,11 @@ class FrameMailbox:
                 self._waiter = waiter
             return frame
 
+    def latest(self) -> PublishedFrame | None:
+        """The newest published frame (taken or not), or None before the first ``put``; never blocks."""
+        return self._latest
+
     def clear(self) -> None:
-        """Drop any stored frame (not counted as dropped) and forget the waiter."""
+        """Drop any stored frame (not counted as dropped), the latest one included, and forget the waiter."""
         with self._lock:
-            self._frame, self._waiter = None, None
+            self._frame, self._waiter, self._latest = None, None, None

@@ -17,7 +17,16 @@ camera     ``eye``, ``target`` (3 numbers), ``up``?, ``fov``?   place the camera
 reset      (none)                                                back to the starting camera
 settings   any of ``denoise`` (bool), ``spp``, ``width``,       change settings (clamped)
            ``height``, ``max_depth`` (numbers)
+save       ``format`` (``"png"`` or ``"exr"``)                   save the current image (a capture command)
+record     ``what`` (``"clip"`` or ``"path"``), ``on`` (bool)    start or stop recording an MP4 clip or the
+                                                                 camera path (a capture command)
+play       ``on`` (bool)                                         play the recorded camera path, or stop
 =========  ====================================================  ==========================================
+
+The capture commands (:data:`COMMANDS`) do not change the view; the viewer
+hands them to its :class:`~optixasync.viewer.Capture`, which writes the files
+on the side that renders and answers ``{"type": "done", "command": ...,
+"file": ...}``.
 
 Anything else (bad JSON, NaN or infinities, wrong types, unknown types or
 fields, text over :data:`MAX_MESSAGE_CHARS`) raises :class:`BadMessage`, which
@@ -34,7 +43,7 @@ from typing import Any
 from ._camera import KEYS
 from ._state import ViewerState, ViewState
 
-__all__ = ["BadMessage", "Message", "MAX_MESSAGE_CHARS", "apply_message", "parse_message"]
+__all__ = ["BadMessage", "COMMANDS", "Message", "MAX_MESSAGE_CHARS", "apply_message", "parse_message"]
 
 #: Longer input messages are ignored unparsed.
 MAX_MESSAGE_CHARS = 4096
@@ -53,7 +62,13 @@ _FIELDS = {
     "camera": {"eye", "target", "up", "fov"},
     "reset": set(),
     "settings": {"denoise", "spp", "width", "height", "max_depth"},
+    "save": {"format"},
+    "record": {"what", "on"},
+    "play": {"on"},
 }
+#: Message types that ask the viewer's capture to do something instead of changing the view.
+COMMANDS = frozenset({"save", "record", "play"})
+_CHOICES = {("save", "format"): ("png", "exr"), ("record", "what"): ("clip", "path")}
 
 
 class BadMessage(ValueError):
@@ -135,7 +150,25 @@ def _check(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
         if not fields:
             raise BadMessage("settings message without settings")
         return fields
+    if kind in COMMANDS:
+        return _command(kind, raw)
     return {}  # reset
+
+
+def _command(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for name in _FIELDS[kind]:
+        choices = _CHOICES.get((kind, name))
+        value = raw.get(name)
+        if choices is not None:
+            if value not in choices:
+                raise BadMessage(f"{kind}: {name} must be one of {', '.join(choices)}")
+            fields[name] = value
+        elif name == "on":
+            if not isinstance(value, bool):
+                raise BadMessage(f"{kind}: on must be true or false")
+            fields[name] = value
+    return fields
 
 
 def parse_message(text: str | bytes) -> Message:

@@ -13,7 +13,8 @@ Threading contract
   the newest frame and encodes it on its own threads, when a client can take
   one. ``image`` may be a zero-copy view of a pinned buffer: the viewer reads it
   only while it holds the reference, and drops the reference once the frame
-  is encoded or replaced by a newer one. A source that recycles buffers can
+  is encoded and replaced by a newer one (it keeps the newest frame, the one
+  a capture saves, until the next arrives). A source that recycles buffers can
   learn when that happened with ``weakref.finalize(image, ...)`` on the exact
   object it published.
 * The viewer never calls into the source's thread; the renderer never waits

@@ -13,12 +13,14 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ._access import AccessPolicy
 from ._camera import CameraPose, OrbitCamera
+from ._capture import Capture
 from ._encode import JpegEncoder
 from ._hosts import host_warning, is_loopback
 from ._mailbox import FrameMailbox
@@ -66,6 +68,13 @@ class Viewer:
         Most frames encoded per second (None: as many as the clients acknowledge).
     encoder_backend : str
         ``"auto"``, ``"simplejpeg"`` or ``"pillow"`` (see :class:`~optixasync.viewer._encode.JpegEncoder`).
+    directory : str or Path
+        Where the page's save and record buttons write their files (see :attr:`capture`).
+
+    Attributes
+    ----------
+    capture : Capture
+        Saves the current image (PNG, linear EXR), records MP4 clips and camera paths, plays paths back.
 
     Notes
     -----
@@ -77,7 +86,8 @@ class Viewer:
     def __init__(self, source: FrameSource | Callable[[ViewState], Any] | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, camera: OrbitCamera | CameraPose | None = None, settings: Settings | None = None,
                  quality: int = 80, encoders: int = 2, max_unacked: int = 2, max_fps: float | None = None,
-                 encoder_backend: str = "auto", allowed_hosts: Any = None, token: str | bool | None = None) -> None:
+                 encoder_backend: str = "auto", directory: str | Path = ".", allowed_hosts: Any = None,
+                 token: str | bool | None = None) -> None:
         if source is not None and not isinstance(source, FrameSource):
             if not callable(source):
                 raise TypeError(f"source must be a FrameSource, a render callback or None, got {type(source).__name__}")
@@ -88,6 +98,7 @@ class Viewer:
         self._state = ViewerState(camera, settings)
         self._mailbox = FrameMailbox()
         self._encoder = JpegEncoder(quality, encoder_backend)
+        self.capture = Capture(self._state, self._mailbox, source, directory)
         self.host = host
         self.access = AccessPolicy.create(host, allowed_hosts, token)
         self._port = int(port)
@@ -170,7 +181,8 @@ class Viewer:
             from ._server import FrameServer
         except ImportError as exc:
             raise ImportError(f"the viewer needs aiohttp: pip install 'optixasync[viewer]' ({exc})") from exc
-        self._server = FrameServer(self._state, self._mailbox, self.access, self._encoder, **self._options)
+        self._server = FrameServer(self._state, self._mailbox, self.access, self._encoder, **self._options,
+                                   commands=self.capture.handle)
         ready = threading.Event()
         failure: list[BaseException] = []
         self._closing = False
@@ -222,6 +234,7 @@ class Viewer:
         if self._thread is None:
             return
         self._closing = True
+        self.capture.close()
         if self.source is not None:
             self.source.stop()  # joins the render thread: no publish after this
         loop = self._loop
@@ -232,6 +245,7 @@ class Viewer:
                 pass
         self._thread.join()
         self._thread = None
+        self._server.pump.join()  # the encoder threads: none is left once stop returns
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the viewer is stopped (or ``timeout`` seconds pass); whether it is stopped."""
@@ -254,6 +268,15 @@ class Viewer:
         if self._server is not None:
             return self._server.stats()
         return {"published": self._mailbox.published, "dropped": self._mailbox.dropped, "clients": 0}
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the page's address as a link (for the viewer inside the notebook, see optixasync.notebook)."""
+        import html
+
+        if not self.running:
+            return "<code>optixasync Viewer (not started)</code>"
+        url = html.escape(self.url, quote=True)
+        return f'optixasync viewer: <a href="{url}" target="_blank" rel="noopener">{url}</a>'
 
     def __enter__(self) -> Viewer:
         self.start()

@@ -585,3 +585,17 @@ def test_close_from_a_callback_on_the_completion_thread():
     assert errors == [] and sched.closed and sched._slots == []
     sched._completion._thread.join(5)
     assert not sched._completion._thread.is_alive()
+
+
+def test_a_result_with_an_8_bit_image_shows_as_a_png_in_a_notebook():
+    import io
+
+    from PIL import Image
+
+    image = np.zeros((6, 8, 4), np.uint8)
+    image[..., 0], image[..., 3] = 200, 0  # alpha is not shown: a path-traced image is opaque
+    with Image.open(io.BytesIO(FrameResult(0, {"image": image}, FrameStats(index=0))._repr_png_())) as picture:
+        assert picture.mode == "RGB" and picture.size == (8, 6)
+        assert picture.getpixel((3, 2)) == (200, 0, 0)
+    assert FrameResult(0, {"image": image.astype(np.float32)}, FrameStats(index=0))._repr_png_() is None
+    assert FrameResult(0, {"x": image}, FrameStats(index=0))._repr_png_() is None

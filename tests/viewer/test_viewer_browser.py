@@ -35,9 +35,15 @@ def wait_for(predicate, timeout: float = 10.0, what: str = "condition") -> None:
         time.sleep(0.03)
 
 
+def replies(page: Page, command: str) -> list:
+    """The page's replies to ``command`` that name a file written, and every refusal."""
+    return [r for r in stats(page)["replies"] if (r.get("command") == command and r.get("file"))
+            or r["type"] == "ignored"]
+
+
 def test_the_page_shows_frames_and_sends_input(tmp_path):
     source = CpuFrameSource(96, 64, max_samples=10**9)
-    with Viewer(source, port=0) as viewer, sync_playwright() as playwright:
+    with Viewer(source, port=0, directory=tmp_path) as viewer, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 800, "height": 600})
@@ -54,7 +60,7 @@ def test_the_page_shows_frames_and_sends_input(tmp_path):
             assert first["connected"] and first["width"] == 96 and first["height"] == 64
 
             # a drag on the image orbits the camera: the page receives frames with a new camera id
-            box = page.locator("#view").bounding_box()
+            box = page.locator(".oxa-view").bounding_box()
             x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
             eye_before = viewer.state.snapshot().camera.eye
             page.mouse.move(x, y)
@@ -67,25 +73,58 @@ def test_the_page_shows_frames_and_sends_input(tmp_path):
 
             # keys move the camera too
             moved = stats(page)["cameraId"]
-            page.locator("#view").focus()
+            page.locator(".oxa-view").focus()
             page.keyboard.press("w")
             wait_for(lambda: stats(page)["cameraId"] > moved, what="a frame after a key press")
+            moved_eye = viewer.state.snapshot().camera.eye
 
             # the denoise toggle reaches the source, and its frames say so
-            page.click("#denoise")
+            page.click(".oxa-denoise")
             wait_for(lambda: source.last_state is not None and source.last_state.settings.denoise, what="denoise on")
             wait_for(lambda: stats(page)["denoise"] is True, what="a denoised frame")
 
             # the spp control reaches the source
-            page.fill("#spp", "4")
-            page.press("#spp", "Tab")
+            page.fill(".oxa-spp", "4")
+            page.press(".oxa-spp", "Tab")
             wait_for(lambda: source.last_state.settings.spp == 4, what="spp 4 at the source")
             wait_for(lambda: (stats(page)["header"]["stats"] or {}).get("spp") == 4, what="a frame of 4 spp")
+
+            # the save button writes the current image beside the viewer, and the page says which file
+            page.click(".oxa-save-png")
+            wait_for(lambda: replies(page, "save"), what="the reply to save")
+            reply = replies(page, "save")[-1]
+            assert reply["type"] == "done", reply
+            saved = tmp_path / reply["file"]
+            from PIL import Image
+
+            with Image.open(saved) as picture:
+                assert picture.size == (96, 64)
+            assert reply["file"] in page.inner_text(".oxa-message")
+
+            # record a camera path while dragging, then play it back: the camera ends where the drag ended
+            page.click(".oxa-record-path")
+            wait_for(lambda: viewer.capture.path_recorder is not None, what="the path recorder")
+            page.mouse.move(x, y)
+            page.mouse.down()
+            page.mouse.move(x - 150, y, steps=8)
+            page.mouse.up()
+            wait_for(lambda: viewer.state.snapshot().camera.eye != moved_eye, what="the drag to reach the state")
+            time.sleep(0.3)
+            end_eye = viewer.state.snapshot().camera.eye
+            page.click(".oxa-record-path")
+            wait_for(lambda: replies(page, "record"), what="the reply to record")
+            assert (tmp_path / replies(page, "record")[-1]["file"]).is_file()
+            page.click(".oxa-reset")
+            wait_for(lambda: viewer.state.snapshot().camera.eye != end_eye, what="the reset")
+            page.click(".oxa-play-path")
+            wait_for(lambda: viewer.capture.player is not None, what="the player")
+            assert viewer.capture.player.wait(10)
+            assert viewer.state.snapshot().camera.eye == pytest.approx(end_eye, abs=1e-9)
 
             shot = tmp_path / "viewer.png"
             page.screenshot(path=str(shot))
             assert shot.stat().st_size > 1000
-            assert "source fps" in page.inner_text("#overlay")
+            assert "source fps" in page.inner_text(".oxa-overlay")
             assert not problems, problems
         finally:
             browser.close()

@@ -103,7 +103,8 @@ def test_a_bad_scene_file_is_bad_input(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv", [("--width", "0"), ("--port", "70000"), ("--encoders", "0"), ("--max-fps", "-1"),
-                                  ("--token", "short"), ("--host", "0.0.0.0", "--allow-host", "bad host")])
+                                  ("--save-dir", "/no/such/folder"), ("--token", "short"),
+                                  ("--host", "0.0.0.0", "--allow-host", "bad host")])
 def test_bad_arguments_exit_2(argv, capsys):
     assert _cli.run(parse("--cpu", *argv)) == 2
     assert capsys.readouterr().err.startswith("optixasync view: error:")
@@ -126,7 +127,7 @@ def test_view_cpu_serves_until_stopped(stop_signal):
         assert line.startswith("optixasync view: serving on http://127.0.0.1:"), line + process.stderr.read()
         url = line.split("serving on ")[1].split()[0]
         with urllib.request.urlopen(url, timeout=10) as response:
-            assert response.status == 200 and b"<canvas" in response.read()
+            assert response.status == 200 and b"viewer_ui.js" in response.read()
         process.send_signal(stop_signal)
         _, err = process.communicate(timeout=20)
         assert process.returncode == 0 and "Traceback" not in err, err

@@ -41,8 +41,9 @@ def test_only_fixed_routes_are_served(viewer, run_async, target):
 
 
 def test_the_page_and_its_assets_are_served_with_security_headers(viewer, run_async):
-    for target, kind, marker in (("/", "text/html", b"<canvas"), ("/static/viewer.js", "text/javascript", b"WebSocket"),
-                                 ("/static/viewer.css", "text/css", b"#overlay")):
+    for target, kind, marker in (("/", "text/html", b"viewer_ui.js"), ("/static/viewer.js", "text/javascript", b"WebSocket"),
+                                 ("/static/viewer_ui.js", "text/javascript", b"function mountViewer"),
+                                 ("/static/viewer.css", "text/css", b".oxa-overlay")):
         status, headers, body = run_async(raw_request(viewer.port, target))
         assert status == 200 and headers["content-type"].startswith(kind) and marker in body
         assert "script-src 'self'" in headers["content-security-policy"]
@@ -60,7 +61,7 @@ def test_other_methods_are_refused(viewer, run_async):
 def test_a_foreign_host_header_is_refused_on_loopback(viewer, run_async):
     # DNS rebinding: a page of evil.example resolving to 127.0.0.1 sends its own name as Host
     status, _, body = run_async(raw_request(viewer.port, "/", host=f"evil.example:{viewer.port}"))
-    assert status == 403 and b"<canvas" not in body
+    assert status == 403 and b"viewer_ui.js" not in body
 
 
 def test_a_websocket_from_another_origin_is_refused(viewer, run_async):
