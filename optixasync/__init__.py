@@ -21,9 +21,11 @@ from ._version import __version__
 from .accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, RayCaster, TriangleInput
 from .cuda import Context
 from .errors import (
+    AssetPathError,
     CudaError,
     DriverNotFoundError,
     FrameAbortedError,
+    LoadLimitError,
     MissingExtraError,
     NvrtcError,
     OptixAsyncError,
@@ -45,6 +47,7 @@ from .scheduler import Frame, FrameHandle, FrameResult, FrameScheduler, Schedule
 
 __all__ = [
     "AccelOptions",
+    "AssetPathError",
     "BuildFlags",
     "CompileOptions",
     "Context",
@@ -59,6 +62,7 @@ __all__ = [
     "GeometryAccel",
     "Instance",
     "InstanceAccel",
+    "LoadLimitError",
     "MissingExtraError",
     "Module",
     "ModuleOptions",

@@ -3,8 +3,10 @@
 One class per library the package talks to (OptiX, CUDA, NVRTC), each
 carrying the numeric status, its symbolic name and any log text the library
 returned, plus the package's own conditions (a missing driver, a missing
-optional package, an aborted frame, a full result queue). All of them
-pickle, so they survive ``concurrent.futures`` process pools.
+optional package, an aborted frame, a full result queue, a lost worker or
+scheduler, an asset that breaks a loading limit or names a file outside its
+folder). All of them pickle, so they survive ``concurrent.futures`` process
+pools and Dask.
 
 The command line, the examples and the benchmarks turn exceptions into exit
 statuses by one rule, :func:`exit_status`: 0 done, 1 this machine cannot do
@@ -32,6 +34,9 @@ __all__ = [
     "ResultsOverflowError",
     "StaleGraphError",
     "WorkerError",
+    "SchedulerLostError",
+    "LoadLimitError",
+    "AssetPathError",
 ]
 
 
@@ -148,6 +153,112 @@ class WorkerError(OptixAsyncError):
 
     def __reduce__(self):
         return (type(self), (self.device, self.host, self.error))
+
+
+class SchedulerLostError(WorkerError):
+    """The Dask scheduler went away during a job: the job fails, naming the scheduler and what had finished.
+
+    A :class:`WorkerError` (code catching those catches this too), raised by
+    :class:`~optixasync.multi.DaskGPUs` when its connection to the scheduler is lost.
+
+    Attributes
+    ----------
+    scheduler : str
+        The scheduler's address.
+    finished : tuple of int
+        What had finished before the scheduler was lost: the frame numbers of a frame job (their
+        files are complete and stay), else the positions of the job's tasks.
+    error : str
+        What Dask reported, as ``Type: message``.
+    """
+
+    def __init__(self, scheduler: str, finished: tuple[int, ...], error: str) -> None:
+        self.scheduler = scheduler
+        self.finished = tuple(sorted({int(k) for k in finished}))
+        self.device = "the Dask scheduler"
+        self.host = scheduler
+        self.error = error
+        OptixAsyncError.__init__(self, f"lost the Dask scheduler {scheduler}: {error}; {_runs(self.finished)}")
+
+    def __reduce__(self):
+        return (type(self), (self.scheduler, self.finished, self.error))
+
+
+def _runs(finished: tuple[int, ...]) -> str:
+    """``nothing had finished`` or ``finished before: 0-3, 5`` (runs of consecutive numbers joined)."""
+    if not finished:
+        return "nothing had finished"
+    runs: list[list[int]] = []
+    for k in finished:
+        if runs and k == runs[-1][1] + 1:
+            runs[-1][1] = k
+        else:
+            runs.append([k, k])
+    return "finished before: " + ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+class LoadLimitError(OptixAsyncError, ValueError):
+    """A file asks for more than a :class:`~optixasync.scene.LoadLimits` limit allows; nothing was allocated for it.
+
+    A ``ValueError``, raised by the scene loaders in bounded time and memory, before the memory the
+    file asks for is allocated or the work it implies is done.
+
+    Attributes
+    ----------
+    file : str
+        The file that was being read.
+    element : str
+        What in it breaks the limit (for example ``accessor 3 (POSITION of mesh 0 primitive 0)``).
+    limit : str
+        The :class:`~optixasync.scene.LoadLimits` field (for example ``max_accessor_count``).
+    maximum : int
+        The limit's value.
+    found : int or None
+        What the file asks for, or None where only "more than the limit" is known.
+    """
+
+    def __init__(self, file: str, element: str, limit: str, maximum: int, found: int | None = None) -> None:
+        self.file = str(file)
+        self.element = element
+        self.limit = limit
+        self.maximum = int(maximum)
+        self.found = None if found is None else int(found)
+        asks = f"{self.found:,}" if self.found is not None else f"more than {self.maximum:,}"
+        super().__init__(f"{self.file}: {element}: {asks} exceeds the limit LoadLimits.{limit} = {self.maximum:,} "
+                         "(pass limits= to the loader to raise it)")
+
+    def __reduce__(self):
+        return (type(self), (self.file, self.element, self.limit, self.maximum, self.found))
+
+
+class AssetPathError(OptixAsyncError, ValueError):
+    """A file an asset names (a glTF ``uri``, an OBJ ``mtllib`` or ``map_Kd``) lies outside the folders it may read.
+
+    A ``ValueError``: nothing outside is opened, and the message names the reference as the asset
+    writes it, never where it leads or whether something is there.
+
+    Attributes
+    ----------
+    file : str
+        The asset (or material library) that names it.
+    element : str
+        Where (for example ``image 2`` or ``line 7``).
+    reference : str
+        The path or URI exactly as the asset writes it.
+    reason : str
+        Why it is refused (for example ``it leads outside the asset's folder``).
+    """
+
+    def __init__(self, file: str, element: str, reference: str, reason: str) -> None:
+        self.file = str(file)
+        self.element = element
+        self.reference = reference
+        self.reason = reason
+        shown = reference if len(reference) <= 200 else reference[:200] + "..."
+        super().__init__(f"{self.file}: {element}: {shown!r} is refused: {reason}")
+
+    def __reduce__(self):
+        return (type(self), (self.file, self.element, self.reference, self.reason))
 
 
 class _StatusError(OptixAsyncError):

@@ -103,9 +103,7 @@ def test_the_render_commands_name_the_extra_their_scene_file_needs():
                           re.MULTILINE)
     assert commands, "getting-started shows no render --scene command"
     for suffix, comment in commands:
-        if suffix in (".gltf", ".glb"):
-            assert ".[gltf]" in comment, comment
-        elif suffix in mesh_only:
+        if suffix in mesh_only:
             assert ".[mesh]" in comment, comment
             listed = re.search(r"a mesh \(([A-Z, ]+);", comment)[1]
             assert sorted(f".{name.strip().lower()}" for name in listed.split(",")) == mesh_only, comment

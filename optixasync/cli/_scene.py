@@ -34,8 +34,8 @@ def add_scene_arguments(parser: argparse.ArgumentParser, *, cloth: bool = True) 
     group = parser.add_argument_group("scene")
     group.add_argument("--scene", default=None, metavar="NAME|PATH",
                        help="cornell_box (the default), cloth (the default with --frames), materials (a sphere per "
-                            "BSDF under a sky), a scene file with its materials, lights and camera (.gltf .glb "
-                            "need the gltf extra; .obj with its .mtl), or a mesh file (.ply .stl, needs the mesh "
+                            "BSDF under a sky), a scene file with its materials, lights and camera (.gltf .glb; "
+                            ".obj with its .mtl), or a mesh file (.ply .stl, needs the mesh "
                             "extra) placed on the floor of the Cornell box")
     group.add_argument("--env", default=None, metavar="PATH|R,G,B",
                        help="environment light: an equirectangular HDR image (.hdr, .exr needs the exr extra, .npy) "

@@ -45,7 +45,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--height", type=int, default=None, metavar="PX",
                         help="starting image height (default: the source's; 270 with --cpu)")
     parser.add_argument("--host", default="127.0.0.1",
-                        help="address to bind (default 127.0.0.1; any other is reachable from the network)")
+                        help="address to bind (default 127.0.0.1; any other is reachable from the network and needs "
+                             "--allow-host or the token of the URL it prints)")
+    parser.add_argument("--allow-host", action="append", default=None, metavar="NAME",
+                        help="beyond loopback: a host name or address other machines use to reach the viewer "
+                             "(repeat for several); requests naming another host are refused")
+    parser.add_argument("--token", default=None, metavar="TOKEN",
+                        help="the token every request must carry (?token=, at least 16 URL-safe characters); "
+                             "default: a random one when bound beyond loopback without --allow-host")
     parser.add_argument("--port", type=int, default=8765, metavar="P", help="port to bind (default 8765; 0: any free)")
     parser.add_argument("--cpu", action="store_true", help="render on the CPU with NumPy (no GPU needed)")
     parser.add_argument("--quality", type=int, default=80, metavar="Q", help="JPEG quality, 10-95 (default 80)")
@@ -83,7 +90,12 @@ def run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     _check(args)
     from ..errors import EXIT_UNAVAILABLE, MissingExtraError, OptixAsyncError, one_line
+    from ..viewer._access import AccessPolicy
 
+    try:
+        access = AccessPolicy.create(args.host, args.allow_host, args.token)
+    except ValueError as exc:  # bad input, before anything is started
+        raise ValueError(f"--allow-host/--token: {exc}") from None
     try:
         import aiohttp  # noqa: F401
     except ImportError as exc:
@@ -104,14 +116,18 @@ def _serve(args: argparse.Namespace) -> int:
             return EXIT_UNAVAILABLE
     logging.basicConfig(level=logging.INFO, format=f"{_PROG}: %(message)s")
     viewer = Viewer(source, host=args.host, port=args.port, quality=args.quality, encoders=args.encoders,
-                    max_fps=args.max_fps, directory=args.save_dir)
+                    max_fps=args.max_fps, directory=args.save_dir, allowed_hosts=sorted(access.hosts),
+                    token=access.token or False)
     try:
         url = viewer.start()
     except OSError as exc:  # a port in use: this machine cannot serve there (exit status 1)
         raise OptixAsyncError(f"cannot serve on {args.host}:{args.port}: {exc.strerror or exc}") from exc
     _stop_on_sigterm()  # before the line that tells a supervisor the server is up: a SIGTERM right after it
-    print(f"{_PROG}: serving on {url} (Ctrl-C to stop)", flush=True)  # must stop it cleanly, not kill it
-    viewer.serve_forever()
+    try:  # must stop it cleanly, not kill it; so must a Ctrl-C that comes before serve_forever is entered
+        print(f"{_PROG}: serving on {url} (Ctrl-C to stop)", flush=True)
+        viewer.serve_forever()
+    except KeyboardInterrupt:
+        viewer.stop()
     return 0
 
 

@@ -12,10 +12,14 @@ cluster, ``Client("tcp://scheduler:8786")`` reaches workers started the same way
   may drop a worker's copy while no task there waits for it; that worker then fetches it once more.
 * **Threads.** Give each worker two threads (``threads_per_worker=2``): a batch's GPU work holds the
   worker's Work, its last files are written after it lets go, so the next batch renders meanwhile.
-* **Faults.** A worker that dies takes no result with it: Dask runs its tasks again elsewhere, and the
-  caller's in-order delivery drops a result that arrives twice. A task that raises fails the job with
-  a :class:`~optixasync.errors.WorkerError` naming the worker's GPU and host; the job's other tasks
-  are cancelled.
+* **Faults.** A worker that dies takes no result with it: Dask runs its unfinished tasks again
+  elsewhere, and the caller's in-order delivery drops a result that arrives twice. A result is
+  released as soon as it arrives (its future let go), so a dead worker's finished work is not run
+  again: a delivered frame is rendered once and its file written once. A task that raises fails the
+  job with a :class:`~optixasync.errors.WorkerError` naming the worker's GPU and host; the job's other
+  tasks are cancelled. A lost scheduler fails the job with a
+  :class:`~optixasync.errors.SchedulerLostError` naming the scheduler and listing what had finished
+  (for a frame job, the frames whose files are complete).
 
 Dask is an optional extra: ``pip install "optixasync[cluster]"`` (and ``dask-cuda`` for
 ``LocalCUDACluster``); it is imported when a :class:`DaskGPUs` is created.
@@ -34,8 +38,8 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import MissingExtraError, WorkerError
-from ._plan import Task, batches
+from ..errors import MissingExtraError, SchedulerLostError, WorkerError
+from ._plan import FrameTask, Task, batches
 from ._work import WorkCache, WorkFactory, resolve, worker_error
 
 __all__ = ["DaskGPUs"]
@@ -132,26 +136,56 @@ class DaskGPUs:
         return future
 
     def run(self, factory: WorkFactory, tasks: Sequence[Task], batch: int = 1) -> Iterator[tuple[Task, Any]]:
-        """Submit ``tasks`` in batches of ``batch``, earliest first; yield ``(task, result)`` as batches finish."""
+        """Submit ``tasks`` in batches of ``batch``, earliest first; yield ``(task, result)`` as batches finish.
+
+        Each batch's future is released once its results are here, so the scheduler forgets them: a
+        worker that dies afterwards costs nothing to run again.
+
+        Raises
+        ------
+        WorkerError
+            When a task fails (naming the worker), or Dask gives up on one (a task whose workers kept dying).
+        SchedulerLostError
+            When the connection to the scheduler is lost (naming it, listing what had finished).
+        """
         distributed = self._distributed
         shared = self._factory_future(factory)
         groups = batches(tasks, batch)
         self.last_batches = len(groups)
         job = uuid.uuid4().hex[:8]
-        futures = [self.client.submit(_process_batch, shared, group, pure=False, priority=-k,
-                                      key=f"optixasync-{job}-{group[0].position}")
-                   for k, group in enumerate(groups)]
+        address = str(self.client.scheduler.address)
+        pending = {}
+        for k, group in enumerate(groups):
+            future = self.client.submit(_process_batch, shared, group, pure=False, priority=-k,
+                                        key=f"optixasync-{job}-{group[0].position}")
+            pending[future.key] = future
+        finished: list[int] = []
         try:
-            for future in distributed.as_completed(futures):
+            for future in distributed.as_completed(list(pending.values())):
                 try:
                     results = future.result()
                 except WorkerError:
                     raise
                 except Exception as exc:  # KilledWorker (a task whose workers kept dying), a lost scheduler
-                    raise WorkerError("a Dask worker", "the cluster", f"{type(exc).__name__}: {exc}") from exc
-                yield from results
+                    error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+                    if self._lost_scheduler(exc):
+                        raise SchedulerLostError(address, tuple(finished), error) from exc
+                    raise WorkerError("a Dask worker", "the cluster", error) from exc
+                pending.pop(future.key, None)
+                future.release()  # delivered: nobody wants it now, so a dead worker's copy is not recomputed
+                del future
+                for task, result in results:
+                    finished.append(task.payload.index if isinstance(task.payload, FrameTask) else task.position)
+                    yield task, result
         finally:
-            self.client.cancel(futures)
+            if pending:
+                self.client.cancel(list(pending.values()))
+
+    def _lost_scheduler(self, exc: BaseException) -> bool:
+        """Whether ``exc`` (from a future's result) means the connection to the scheduler is gone."""
+        if getattr(exc, "reason", None) == "scheduler-connection-lost":  # distributed's FutureCancelledError
+            return True
+        return self.client.status not in ("running", "newly-created")
 
     def release(self, factory: WorkFactory) -> None:
         """Close every worker's Work of ``factory`` and drop the scattered factory."""

@@ -1,7 +1,10 @@
 """Scenes for the path tracer: materials, textures, triangle meshes, shapes, lights, the camera, built-in scenes.
 
 Plain host-side data (numpy); :class:`optixasync.render.PathTracer` turns a
-:class:`Scene` into an acceleration structure and device records.
+:class:`Scene` into an acceleration structure and device records. The file
+readers (glTF, OBJ, textures, environment maps) treat files as untrusted:
+they read only inside an asset's folder and check every count against
+:class:`LoadLimits` before allocating.
 """
 
 from __future__ import annotations
@@ -10,19 +13,25 @@ from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, bsdf
 from ._camera import DEFAULT_FOV, Camera
 from ._cloth import CLOTH_WAVES, ClothAnimation, cloth_indices
 from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
-from ._environment import ENVIRONMENT_SUFFIXES, Environment, load_environment
+from ._environment import Environment
+from ._environment_files import ENVIRONMENT_SUFFIXES, load_environment
 from ._frames import framing_camera, generate_tangents
 from ._gltf import (
     GLTF_EXTENSIONS,
     SCENE_SUFFIXES,
+    GltfAnimation,
     GltfAsset,
     GltfCamera,
+    GltfChannel,
     GltfInstance,
+    GltfLight,
+    GltfSampler,
     load_gltf,
     load_scene,
     read_gltf,
 )
 from ._lights import DirectionalLight, PointLight, SpotLight
+from ._limits import LoadLimits
 from ._load import (
     MESH_SUFFIXES,
     check_mesh_path,
@@ -64,9 +73,14 @@ __all__ = [
     "material_environment",
     "material_scene",
     "GLTF_EXTENSIONS",
+    "GltfAnimation",
     "GltfAsset",
     "GltfCamera",
+    "GltfChannel",
     "GltfInstance",
+    "GltfLight",
+    "GltfSampler",
+    "LoadLimits",
     "SCENE_SUFFIXES",
     "framing_camera",
     "generate_tangents",

@@ -6,10 +6,9 @@ looked up in a latitude-longitude image (``image``). Directions meet the
 image as in the reference renderer's ``envmap`` emitter: +Y is up and row 0
 is the top of the sky; the image's left (and right) edge faces -Z, a
 quarter of the way across faces +X, the middle +Z, three quarters -X
-(``kernels/pathtracer/environment.h`` states the mapping exactly). :func:`load_environment` reads Radiance ``.hdr`` files
-(with the small reader below), OpenEXR ``.exr`` files (through the optional
-``OpenEXR`` package, ``pip install "optixasync[exr]"``) and numpy ``.npy``
-arrays.
+(``kernels/pathtracer/environment.h`` states the mapping exactly).
+:func:`~optixasync.scene.load_environment` (in
+:mod:`optixasync.scene._environment_files`) reads map files.
 
 Blocking calls
 --------------
@@ -20,26 +19,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import MissingExtraError
 from ._material import triple
 
 __all__ = [
-    "ENVIRONMENT_SUFFIXES",
     "LUMINANCE_WEIGHTS",
     "Environment",
     "band_weights",
-    "load_environment",
     "lookup_height",
     "lookup_image",
 ]
-
-#: File suffixes :func:`load_environment` reads (case-insensitive).
-ENVIRONMENT_SUFFIXES = (".hdr", ".rgbe", ".exr", ".npy")
 #: Luminance of linear RGB (Rec. 709 primaries), the weights the reference renderer uses.
 LUMINANCE_WEIGHTS = (0.212671, 0.715160, 0.072169)
 #: Rows the map lookup needs: a 2-row image is looked up with its last row repeated (the reference
@@ -258,212 +250,3 @@ def _check_to_world(value: Any, label: str) -> np.ndarray:
                          f"to_world.T @ to_world is {error:.3g} away from the identity")
     matrix.flags.writeable = False
     return matrix
-
-
-# -- files -----------------------------------------------------------------------------------------------------------
-
-
-def load_environment(path: str | Path, *, scale: float = 1.0, name: str | None = None,
-                     to_world: Any = None) -> Environment:
-    """Read an environment map file as an :class:`Environment`.
-
-    Parameters
-    ----------
-    path : str or Path
-        A Radiance ``.hdr``/``.rgbe`` file (run-length encoded or flat
-        scanlines, ``-Y H +X W`` orientation, RGBE pixels), an OpenEXR
-        ``.exr`` file (its R, G and B channels, of the first part), or a numpy
-        ``.npy`` array (H, W, 3|4) of floats. Row 0 is the top of the sky.
-    scale : float
-        Multiplies the radiance.
-    name : str, optional
-        Name of the environment (default: the file name), shown in errors.
-    to_world : array_like, optional
-        As :attr:`Environment.to_world`.
-
-    Raises
-    ------
-    FileNotFoundError
-        If there is no file at ``path``.
-    ValueError
-        On an unsupported suffix (the message lists :data:`ENVIRONMENT_SUFFIXES`),
-        a file that cannot be read or decoded, or pixels that
-        :class:`Environment` refuses.
-    TypeError
-        On pixels of a type :class:`Environment` refuses (an integer ``.npy``).
-    MissingExtraError
-        For ``.exr`` when the OpenEXR package is missing (an ``ImportError``
-        naming the ``exr`` extra).
-
-    Notes
-    -----
-    An ``.hdr`` file's ``EXPOSURE`` and ``PRIMARIES`` lines are ignored,
-    as the reference renderer ignores them: pixels are read as stored.
-    """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in ENVIRONMENT_SUFFIXES:
-        shown = path.suffix or "no suffix"
-        raise ValueError(f"unsupported environment map format {shown!r} for {str(path)!r}: "
-                         f"use one of {', '.join(ENVIRONMENT_SUFFIXES)}")
-    if not path.is_file():
-        raise FileNotFoundError(f"environment map file not found: {str(path)!r}")
-    if suffix == ".exr":
-        image = _read_exr(path)
-    elif suffix == ".npy":
-        try:
-            image = np.load(path, allow_pickle=False)
-        except Exception as exc:  # numpy raises ValueError, OSError or EOFError by what is wrong
-            raise ValueError(f"cannot read numpy file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
-    else:
-        image = read_rgbe(path)
-    return Environment(image=image, scale=scale, to_world=to_world, name=path.name if name is None else name)
-
-
-def _import_openexr() -> Any:
-    try:
-        import OpenEXR
-    except ImportError as exc:
-        raise MissingExtraError("reading .exr environment maps", "openexr", "exr") from exc
-    return OpenEXR
-
-
-def _read_exr(path: Path) -> np.ndarray:
-    openexr = _import_openexr()
-    try:
-        if hasattr(openexr, "File"):  # the numpy API of OpenEXR >= 3.3
-            with openexr.File(str(path), separate_channels=True) as exr:
-                channels = {name: np.asarray(c.pixels) for name, c in exr.channels().items()}
-        else:  # OpenEXR 3.2
-            channels = _read_exr_3_2(openexr, path)
-    except Exception as exc:  # OpenEXR raises its own exception types
-        raise ValueError(f"cannot read EXR file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
-    missing = [c for c in "RGB" if c not in channels]
-    if missing:
-        raise ValueError(f"EXR file {str(path)!r} has no {', '.join(missing)} channel: it has "
-                         f"{', '.join(sorted(channels)) or 'none'}; an environment map needs R, G and B")
-    for c in "RGB":
-        if not np.issubdtype(channels[c].dtype, np.floating):
-            raise ValueError(f"EXR file {str(path)!r}: channel {c} holds {channels[c].dtype}, not floating point")
-    if len({channels[c].shape for c in "RGB"}) != 1:
-        raise ValueError(f"EXR file {str(path)!r}: the R, G and B channels differ in size (subsampled channels)")
-    return np.stack([channels[c] for c in "RGB"], axis=-1)
-
-
-def _read_exr_3_2(openexr: Any, path: Path) -> dict[str, np.ndarray]:
-    import Imath  # shipped beside OpenEXR 3.2
-
-    exr = openexr.InputFile(str(path))
-    try:
-        header = exr.header()
-        window = header["dataWindow"]
-        shape = (window.max.y - window.min.y + 1, window.max.x - window.min.x + 1)
-        float_type = Imath.PixelType(Imath.PixelType.FLOAT)
-        return {c: np.frombuffer(exr.channel(c, float_type), np.float32).reshape(shape)
-                for c in header["channels"] if c in ("R", "G", "B")}
-    finally:
-        exr.close()
-
-
-# -- Radiance RGBE ---------------------------------------------------------------------------------------------------
-
-
-def read_rgbe(path: str | Path) -> np.ndarray:
-    """The pixels of a Radiance RGBE (``.hdr``) file as float32 (H, W, 3), row 0 at the top.
-
-    Reads the header (``#?`` magic, ``FORMAT=32-bit_rle_rgbe`` or no FORMAT
-    line), the ``-Y H +X W`` resolution line, then each scanline, new-style
-    run-length encoded or flat. A pixel ``(r, g, b, e)`` is ``(r, g, b) * 2^(e - 136)``,
-    or 0 when ``e`` is 0, as the reference renderer decodes it. ValueError on
-    anything else (XYZE pixels, another orientation, old-style run markers,
-    bad runs, a truncated file), naming the file.
-    """
-    path = Path(path)
-    data = path.read_bytes()
-    where = f"Radiance HDR file {str(path)!r}"
-    pos = _rgbe_header(data, where)
-    line, pos = _next_line(data, pos, where)
-    tokens = line.split()
-    if len(tokens) != 4 or not (tokens[1].isdigit() and tokens[3].isdigit()):
-        raise ValueError(f"{where}: malformed resolution line {line!r}, expected '-Y <height> +X <width>'")
-    if tokens[0] != "-Y" or tokens[2] != "+X":
-        raise ValueError(f"{where}: image orientation '{tokens[0]} {tokens[2]}' is not supported: only "
-                         "'-Y <height> +X <width>' (rows top to bottom, columns left to right)")
-    height, width = int(tokens[1]), int(tokens[3])
-    if height == 0 or width == 0:
-        raise ValueError(f"{where}: the image is empty ({height} x {width})")
-    rgbe = np.empty((height, width, 4), np.uint8)
-    for y in range(height):
-        pos = _rgbe_scanline(data, pos, rgbe[y], f"{where}, scanline {y}")
-    exponent = rgbe[..., 3].astype(np.int32)
-    scale = np.where(exponent > 0, np.ldexp(np.float32(1.0), exponent - 136), np.float32(0.0)).astype(np.float32)
-    return rgbe[..., :3].astype(np.float32) * scale[..., None]
-
-
-def _next_line(data: bytes, pos: int, where: str) -> tuple[str, int]:
-    end = data.find(b"\n", pos)
-    if end < 0:
-        raise ValueError(f"{where}: the header ends before the pixels (no resolution line)")
-    try:
-        return data[pos:end].rstrip(b"\r").decode("ascii"), end + 1
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{where}: the header is not text (not a Radiance file?)") from exc
-
-
-def _rgbe_header(data: bytes, where: str) -> int:
-    """Position after the header's blank line, once the magic and the pixel format are checked."""
-    if not data.startswith(b"#?"):
-        raise ValueError(f"{where}: not a Radiance file (no '#?' magic at the start)")
-    line, pos = _next_line(data, 0, where)
-    while True:
-        line, pos = _next_line(data, pos, where)
-        if not line.strip():
-            return pos
-        if line.startswith("FORMAT=") and line[7:].strip() != "32-bit_rle_rgbe":
-            raise ValueError(f"{where}: pixel format {line[7:].strip()!r} is not supported, only 32-bit_rle_rgbe")
-
-
-def _rgbe_scanline(data: bytes, pos: int, out: np.ndarray, where: str) -> int:
-    """Decode one scanline of ``out.shape[0]`` pixels into ``out`` (W, 4) uint8; returns the next position."""
-    width = out.shape[0]
-    header = data[pos:pos + 4]
-    if 8 <= width <= 0x7FFF and len(header) == 4 and header[0] == 2 and header[1] == 2 and header[2] < 128:
-        if (header[2] << 8 | header[3]) != width:
-            raise ValueError(f"{where}: run-length scanline of width {header[2] << 8 | header[3]}, not {width}")
-        pos += 4
-        for channel in range(4):  # each channel's bytes are run-length encoded separately
-            pos = _rle_channel(data, pos, out[:, channel], where)
-        return pos
-    end = pos + 4 * width
-    if end > len(data):
-        raise ValueError(f"{where}: the file is truncated")
-    out[...] = np.frombuffer(data, np.uint8, 4 * width, pos).reshape(width, 4)
-    # (1, 1, 1, n) repeats the previous pixel in the 1980s encoding; an encoder never writes it as a pixel,
-    # whose largest mantissa is >= 128.
-    if ((out[:, 0] == 1) & (out[:, 1] == 1) & (out[:, 2] == 1)).any():
-        raise ValueError(f"{where}: old-style run-length encoding (1, 1, 1, n pixels) is not supported")
-    return end
-
-
-def _rle_channel(data: bytes, pos: int, out: np.ndarray, where: str) -> int:
-    width = out.shape[0]
-    decoded = bytearray()
-    while len(decoded) < width:
-        if pos + 2 > len(data):
-            raise ValueError(f"{where}: the file is truncated")
-        count = data[pos]
-        if count > 128:  # a run: one byte, repeated count - 128 times
-            count -= 128
-            if count > width - len(decoded):
-                raise ValueError(f"{where}: a run overflows the scanline (bad run-length data)")
-            decoded += data[pos + 1:pos + 2] * count
-            pos += 2
-        else:  # count literal bytes
-            if count == 0 or count > width - len(decoded):
-                raise ValueError(f"{where}: bad run-length data (a literal of {count} bytes)")
-            if pos + 1 + count > len(data):
-                raise ValueError(f"{where}: the file is truncated")
-            decoded += data[pos + 1:pos + 1 + count]
-            pos += 1 + count
-    out[:] = np.frombuffer(bytes(decoded), np.uint8)
-    return pos

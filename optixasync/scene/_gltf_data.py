@@ -1,33 +1,37 @@
-"""glTF's data side: the GLB container and the JSON, buffers, buffer views, accessors and images.
+"""glTF's data side: the document, its buffers, buffer views, accessors and images.
 
-:class:`GltfDocument` parses a file (checking the GLB header and chunks and
-the JSON before pygltflib builds its object model), resolves buffers (the
-GLB binary chunk, data URIs, external files next to the ``.gltf``), and
-decodes accessors (every component type, normalized integers, byte strides,
-sparse substitution) and images (Pillow), each with bounds checks whose
-errors name the file and the element. It also holds the file's warnings, so
-each is given once.
+:class:`GltfDocument` reads a file (the GLB container and the JSON are
+checked by :mod:`optixasync.scene._gltf_json`), resolves buffers (the GLB
+binary chunk, ``data:`` URIs decoded with bounds, files inside the asset's
+folder through :class:`~optixasync.scene._files.AssetFiles`), and decodes
+accessors (every component type, normalized integers, byte strides, sparse
+substitution) and images (Pillow), each with bounds checks whose errors
+name the file and the element, and each count checked against
+:class:`~optixasync.scene.LoadLimits` before it is allocated. It also holds
+the file's warnings, so each is given once, at the caller's line.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import io
-import json
-import math
-import struct
 import urllib.parse
-import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ._texture import image_array
+from .._warnings import warn
+from ._files import AssetFiles
+from ._gltf_json import GLB_MAGIC, index, integer, parse_document, split_glb
+from ._limits import LoadLimits
+from ._texture import decode_image
 
-__all__ = ["GLTF_EXTENSIONS", "GltfDocument", "floats", "number"]
+__all__ = ["GLTF_EXTENSIONS", "MAX_WARNINGS", "GltfDocument"]
+
+#: Warnings one file gives at most (each of a kind once); a file of a million odd nodes warns a few lines.
+MAX_WARNINGS = 32
 
 #: The glTF extensions this reader implements; a file may require any of them.
 GLTF_EXTENSIONS = frozenset({
@@ -42,7 +46,8 @@ GLTF_EXTENSIONS = frozenset({
 
 # What happens to an extension the file uses (but does not require) and this reader ignores.
 _FALLBACKS = {
-    "KHR_lights_punctual": "its lights are ignored (only emissive meshes and the environment give light)",
+    "KHR_lights_punctual": "its lights are read (GltfAsset.lights) but not rendered: only emissive meshes and the "
+                           "environment give light",
     "KHR_materials_unlit": "ignored, the metallic-roughness material is used",
     "KHR_materials_variants": "ignored, each primitive's default material is used",
     "KHR_texture_basisu": "ignored, each texture's fallback image (its source) is used",
@@ -64,197 +69,145 @@ _COMPONENT_TYPES = {
     5126: np.dtype("<f4"),
 }
 _TYPE_WIDTHS = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
-# GLB chunk types: "JSON" and "BIN\0" as little-endian uint32.
-_GLB_MAGIC = b"glTF"
-_CHUNK_JSON = 0x4E4F534A
-_CHUNK_BIN = 0x004E4942
 
 
-def _decode_data_uri(uri: str, what: str) -> bytes:
+def _component_type(value: Any) -> np.dtype | None:
+    """The numpy dtype of an accessor ``componentType``, None for anything else (whatever its JSON type)."""
+    return _COMPONENT_TYPES.get(value) if type(value) is int else None
+
+
+def _decode_data_uri(uri: str, what: str, files: AssetFiles, element: str) -> bytes:
+    """The bytes of a ``data:`` URI, its decoded size checked against the limits before decoding."""
     header, comma, payload = uri.partition(",")
     if not comma:
         raise ValueError(f"{what}: malformed data URI (no comma)")
+    files.check_size(len(payload) // 4 * 3 if header.endswith(";base64") else len(payload), element)
     if header.endswith(";base64"):
         try:
             return base64.b64decode(payload, validate=False)
         except (binascii.Error, ValueError) as exc:
             raise ValueError(f"{what}: bad base64 in data URI: {exc}") from None
-    return urllib.parse.unquote_to_bytes(payload)
-
-
-def _split_glb(data: bytes, file: str) -> tuple[bytes, bytes | None]:
-    """The JSON and (first) BIN chunk of a GLB container, checking its header and chunk bounds."""
-    if len(data) < 12:
-        raise ValueError(f"{file}: not a GLB file: {len(data)} bytes, shorter than the 12-byte header")
-    magic, version, length = struct.unpack_from("<4sII", data)
-    if magic != _GLB_MAGIC:
-        raise ValueError(f"{file}: not a GLB file: magic {magic!r}, expected {_GLB_MAGIC!r}")
-    if version != 2:
-        raise ValueError(f"{file}: GLB container version {version}; only version 2 (glTF 2.0) is supported")
-    if length > len(data):
-        raise ValueError(f"{file}: truncated GLB: the header gives {length} bytes, the file has {len(data)}")
-    offset, json_chunk, bin_chunk = 12, None, None
-    while offset + 8 <= length:
-        chunk_length, chunk_type = struct.unpack_from("<II", data, offset)
-        start, end = offset + 8, offset + 8 + chunk_length
-        if end > length:
-            raise ValueError(f"{file}: truncated GLB: a chunk at byte {offset} claims {chunk_length} bytes, past "
-                             f"the end ({length})")
-        if json_chunk is None:
-            if chunk_type != _CHUNK_JSON:
-                raise ValueError(f"{file}: malformed GLB: the first chunk must be JSON, got type 0x{chunk_type:08x}")
-            json_chunk = data[start:end]
-        elif chunk_type == _CHUNK_BIN and bin_chunk is None:
-            bin_chunk = data[start:end]
-        offset = end  # other chunk types: the specification says to skip them
-    if json_chunk is None:
-        raise ValueError(f"{file}: malformed GLB: no JSON chunk")
-    return json_chunk, bin_chunk
-
-
-def floats(value: Any, count: int, what: str) -> np.ndarray:
-    """``value`` as ``count`` finite float64s; ValueError naming ``what`` otherwise."""
-    try:
-        out = np.asarray(value, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be {count} numbers, got {value!r}") from None
-    if out.shape != (count,) or not np.isfinite(out).all():
-        raise ValueError(f"{what} must be {count} finite numbers, got {value!r}")
-    return out
-
-
-def number(value: Any, default: float, what: str) -> float:
-    """A finite JSON number as a float, ``default`` when absent (None); ValueError naming ``what`` otherwise."""
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{what} must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _index(value: Any, items: Sequence[Any] | None, what: str) -> int:
-    """``value`` as an index into ``items``; ValueError naming ``what`` when it is not one."""
-    size = len(items or ())
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < size:
-        raise ValueError(f"{what} is {value!r}, out of range: the file has {size}")
-    return value
+    return urllib.parse.unquote_to_bytes(payload)  # never longer than the text
 
 
 class GltfDocument:
-    """One glTF file: its pygltflib object model (``gltf``), its decoded buffers and images, its warnings given.
+    """One glTF file: its JSON (``json``), its decoded buffers and images, its warnings given.
 
     Parameters
     ----------
     path : Path
         An existing ``.gltf`` or ``.glb`` file.
-    pygltflib : module
+    limits : LoadLimits
+
+    Attributes
+    ----------
+    json : dict
+        The whole document, as parsed (every extension's and extra's JSON is there).
 
     Raises
     ------
     ValueError
         On a malformed GLB container or JSON, or a glTF version other than 2.x.
+    LoadLimitError
+        On a file, JSON or nesting over the limits.
     """
 
-    def __init__(self, path: Path, pygltflib: Any) -> None:
+    def __init__(self, path: Path, limits: LoadLimits) -> None:
         self.path = path
         self.file = str(path)
-        self.base = path.parent
+        self.limits = limits
+        self.files = AssetFiles(path, limits)
+        self.budget = self.files.budget
         self.glb_bin: bytes | None = None
         self.is_glb = False
         self.buffers: dict[int, bytes] = {}
         self.images: dict[int, np.ndarray] = {}
         self.warned: set[str] = set()
-        self.gltf = self.parse(pygltflib)
+        self.json = self.parse()
 
-    def idx(self, value: Any, items: Sequence[Any] | None, what: str) -> int:
-        """``value`` as an index into ``items`` (an array of the file); ValueError naming the file and ``what``."""
-        return _index(value, items, f"{self.file}: {what}")
+    def items(self, name: str) -> list[dict[str, Any]]:
+        """The document's top-level array ``name`` (objects, checked when parsed), empty when absent."""
+        return self.json.get(name) or []
+
+    def idx(self, value: Any, name: str, what: str) -> int:
+        """``value`` as an index into the top-level array ``name``; ValueError naming the file and ``what``."""
+        return index(value, self.items(name), f"{self.file}: {what}")
 
     def warn_once(self, key: str, message: str) -> None:
-        """Warn ``message`` (prefixed by the file) unless a warning of this ``key`` was given already."""
-        if key not in self.warned:
-            self.warned.add(key)
-            warnings.warn(f"{self.file}: {message}", UserWarning, stacklevel=4)
+        """Warn ``message`` (prefixed by the file) at the caller's line, unless a warning of this ``key`` was given.
 
-    def extension(self, obj: Any, name: str, label: str) -> dict[str, Any] | None:
-        """``obj.extensions[name]`` (a JSON object) or None."""
-        extensions = getattr(obj, "extensions", None) or {}
+        A file gives at most :data:`MAX_WARNINGS` warnings; the last says that the rest are not shown.
+        """
+        if key in self.warned or len(self.warned) > MAX_WARNINGS:
+            return
+        self.warned.add(key)
+        if len(self.warned) > MAX_WARNINGS:
+            message = f"more than {MAX_WARNINGS} warnings: the rest are not shown"
+        warn(f"{self.file}: {message}")
+
+    def extension(self, obj: dict[str, Any], name: str, label: str) -> dict[str, Any] | None:
+        """``obj["extensions"][name]`` (a JSON object) or None."""
+        extensions = obj.get("extensions") or {}
         if not isinstance(extensions, dict):
-            raise ValueError(f"{self.file}: {label}: extensions must be an object, got {extensions!r}")
+            raise ValueError(f"{self.file}: {label}: extensions must be an object, got {type(extensions).__name__}")
         value = extensions.get(name)
         if value is not None and not isinstance(value, dict):
-            raise ValueError(f"{self.file}: {label}: {name} must be an object, got {value!r}")
+            raise ValueError(f"{self.file}: {label}: {name} must be an object, got {type(value).__name__}")
+        return value
+
+    def get(self, obj: dict[str, Any], key: str, kind: type | tuple[type, ...], label: str, default: Any = None) -> Any:
+        """``obj[key]`` when it is of ``kind`` (``default`` when absent); ValueError naming ``label`` otherwise."""
+        value = obj.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise ValueError(f"{self.file}: {label}: {key} has the wrong type ({type(value).__name__})")
         return value
 
     # -- container and JSON --
 
-    def parse(self, pygltflib: Any) -> Any:
-        """The pygltflib ``GLTF2`` of the file, after checking the GLB container and the JSON."""
-        data = self.path.read_bytes()
-        if data[:4] == _GLB_MAGIC or self.path.suffix.lower() == ".glb":
-            raw_json, self.glb_bin = _split_glb(data, self.file)
+    def parse(self) -> dict[str, Any]:
+        """The document of the file, after checking the GLB container and the JSON."""
+        data = self.files.read(self.path, "the file")
+        if data[:4] == GLB_MAGIC or self.path.suffix.lower() == ".glb":
+            raw_json, self.glb_bin = split_glb(data, self.file)
             self.is_glb = True
         else:
             raw_json = data
-        try:
-            text = raw_json.decode("utf-8-sig")
-            document = json.loads(text)
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{self.file}: the glTF JSON is not UTF-8: {exc}") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{self.file}: malformed glTF JSON: {exc}") from None
-        if not isinstance(document, dict):
-            raise ValueError(f"{self.file}: malformed glTF: the JSON must be an object, got {type(document).__name__}")
-        asset = document.get("asset")
-        version = asset.get("version") if isinstance(asset, dict) else None
-        if not isinstance(version, str):
-            raise ValueError(f"{self.file}: malformed glTF: no asset.version")
-        if not version.startswith("2."):
-            raise ValueError(f"{self.file}: glTF version {version}; only glTF 2.x is supported")
-        try:
-            gltf = pygltflib.GLTF2.from_json(text, infer_missing=True)
-        except Exception as exc:  # dataclasses-json raises assorted types on JSON of the wrong shape
-            raise ValueError(f"{self.file}: malformed glTF: {type(exc).__name__}: {exc}") from None
-        for name in ("accessors", "bufferViews", "buffers", "cameras", "images", "materials", "meshes", "nodes",
-                     "samplers", "scenes", "textures", "extensionsUsed", "extensionsRequired"):
-            if not isinstance(getattr(gltf, name) or [], list):
-                raise ValueError(f"{self.file}: malformed glTF: {name} must be an array")
-        return gltf
+        return parse_document(raw_json, self.file, self.limits)
 
     def check_extensions(self) -> None:
         """Raise on a required extension this reader lacks; warn once per used one it ignores."""
-        gltf = self.gltf
-        required = [str(name) for name in gltf.extensionsRequired or []]
+        required = self.json.get("extensionsRequired") or []
         missing = [name for name in required if name not in GLTF_EXTENSIONS]
         if missing:
-            raise ValueError(f"{self.file} requires the glTF extension{'s' if len(missing) > 1 else ''} "
-                             f"{', '.join(missing)}, which this reader does not implement (it implements "
+            shown = ", ".join(name[:64] for name in missing[:10]) + (", ..." if len(missing) > 10 else "")
+            raise ValueError(f"{self.file} requires the glTF extension{'s' if len(missing) > 1 else ''} {shown}, "
+                             f"which this reader does not implement (it implements "
                              f"{', '.join(sorted(GLTF_EXTENSIONS))})")
-        for name in gltf.extensionsUsed or []:
-            name = str(name)
+        for name in (self.json.get("extensionsUsed") or [])[:64]:
             if name in GLTF_EXTENSIONS:
                 continue
             fallback = _FALLBACKS.get(name, _MATERIAL_FALLBACK if name.startswith(("KHR_materials_", "EXT_materials_"))
                                       else "ignored")
-            self.warn_once(f"ext:{name}", f"glTF extension {name} is not supported: {fallback}")
-        if gltf.animations:
-            self.warn_once("animations", f"{len(gltf.animations)} animation(s) ignored: the static pose is used")
+            self.warn_once(f"ext:{name}", f"glTF extension {name[:64]} is not supported: {fallback}")
 
     # -- buffers, accessors, images --
 
     def buffer(self, index: int) -> bytes:
-        """Buffer ``index``: the GLB binary chunk, a data URI or a file next to the glTF (read once)."""
+        """Buffer ``index``: the GLB binary chunk, a data URI or a file inside the asset's folder (read once)."""
         if index in self.buffers:
             return self.buffers[index]
-        buf = self.gltf.buffers[index]
+        buf = self.items("buffers")[index]
         what = f"buffer {index}"
-        if buf.uri is None:
+        uri = buf.get("uri")
+        if uri is None:
             if not self.is_glb or index != 0 or self.glb_bin is None:
                 raise ValueError(f"{self.file}: {what} has no uri and there is no GLB binary chunk to take its place")
             data = self.glb_bin
         else:
-            data = self.load_uri(buf.uri, what)
-        length = buf.byteLength
+            data = self.load_uri(uri, what)
+        length = buf.get("byteLength")
         if isinstance(length, int) and not isinstance(length, bool) and len(data) < length:
             raise ValueError(f"{self.file}: {what} is truncated: byteLength is {length} but {len(data)} bytes were "
                              "read")
@@ -262,42 +215,43 @@ class GltfDocument:
         return data
 
     def load_uri(self, uri: Any, what: str) -> bytes:
-        """The bytes of a data URI or of a relative (percent-encoded) file path; FileNotFoundError naming both."""
+        """The bytes of a data URI or of a relative (percent-encoded) file path inside the asset's folder.
+
+        Raises
+        ------
+        AssetPathError
+            On a path leading outside the asset's folder (the message names the URI as written).
+        FileNotFoundError
+            On a file that is not there (naming the URI as written).
+        """
         if not isinstance(uri, str):
-            raise ValueError(f"{self.file}: {what}: uri must be a string, got {uri!r}")
+            raise ValueError(f"{self.file}: {what}: uri must be a string, got {type(uri).__name__}")
         if uri.startswith("data:"):
-            return _decode_data_uri(uri, f"{self.file}: {what}")
-        if "://" in uri:
-            raise ValueError(f"{self.file}: {what}: only relative file paths and data URIs are supported, got "
-                             f"{uri!r}")
-        file = self.base / urllib.parse.unquote(uri)
-        if not file.is_file():
-            raise FileNotFoundError(f"{self.file}: {what}: file not found: {str(file)!r}")
-        return file.read_bytes()
+            return _decode_data_uri(uri, f"{self.file}: {what}", self.files, what)
+        return self.files.read_named(uri, what, uri=True)
 
     def view_bytes(self, view_index: Any, what: str) -> tuple[memoryview, int | None]:
         """A buffer view's bytes (bounds checked against its buffer) and its byteStride."""
-        view_index = self.idx(view_index, self.gltf.bufferViews, f"{what}: bufferView")
-        view = self.gltf.bufferViews[view_index]
+        view_index = self.idx(view_index, "bufferViews", f"{what}: bufferView")
+        view = self.items("bufferViews")[view_index]
         label = f"{what}: buffer view {view_index}"
-        buffer_index = self.idx(view.buffer, self.gltf.buffers, f"{label}: buffer")
+        buffer_index = self.idx(view.get("buffer"), "buffers", f"{label}: buffer")
         data = self.buffer(buffer_index)
-        offset, length = view.byteOffset or 0, view.byteLength
-        if not (isinstance(offset, int) and isinstance(length, int) and offset >= 0 and length >= 0):
-            raise ValueError(f"{self.file}: {label}: byteOffset and byteLength must be non-negative integers, got "
-                             f"{view.byteOffset!r} and {view.byteLength!r}")
+        offset = integer(view.get("byteOffset", 0), f"{self.file}: {label}: byteOffset")
+        length = integer(view.get("byteLength"), f"{self.file}: {label}: byteLength")
         if offset + length > len(data):
             raise ValueError(f"{self.file}: {label} (bytes {offset} to {offset + length}) lies outside buffer "
                              f"{buffer_index} ({len(data)} bytes)")
-        return memoryview(data)[offset:offset + length], view.byteStride
+        stride = view.get("byteStride")
+        if stride is not None:
+            stride = integer(stride, f"{self.file}: {label}: byteStride", 1)
+        return memoryview(data)[offset:offset + length], stride
 
     def read_view(self, view_index: Any, offset: Any, dtype: np.dtype, count: int, width: int, what: str,
                   strided: bool = True) -> np.ndarray:
         """``count`` elements of ``width`` components from a buffer view, as a (count, width) array."""
         view, stride = self.view_bytes(view_index, what)
-        offset = offset or 0
-        if not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"{self.file}: {what}: byteOffset must be a non-negative integer, got {offset!r}")
+        offset = integer(offset or 0, f"{self.file}: {what}: byteOffset")
         element = dtype.itemsize * width
         stride = stride if strided and stride else element
         if stride < element:
@@ -306,35 +260,46 @@ class GltfDocument:
         if end > len(view):
             raise ValueError(f"{self.file}: {what} reads bytes {offset} to {end} of buffer view {view_index}, which "
                              f"has {len(view)} bytes: the accessor lies outside its buffer")
+        self.budget.charge(count * element, what)
         raw = np.frombuffer(view, dtype=np.uint8)
         rows = np.lib.stride_tricks.as_strided(raw[offset:], shape=(count, element), strides=(stride, 1))
         return np.ascontiguousarray(rows).view(dtype).reshape(count, width)
 
     def accessor(self, index: Any, what: str, types: Iterable[str], as_float: bool = True) -> np.ndarray:
-        """An accessor's data as (count, width): float64 (normalized integers scaled) or integers as stored."""
-        index = self.idx(index, self.gltf.accessors, f"{what}: accessor")
-        acc = self.gltf.accessors[index]
+        """An accessor's data as (count, width): float64 (normalized integers scaled) or integers as stored.
+
+        Raises
+        ------
+        LoadLimitError
+            On a count over ``max_accessor_count``, or data over the load's byte budget.
+        ValueError
+            On an accessor of another type, outside its buffer, or with non-finite values.
+        """
+        index = self.idx(index, "accessors", f"{what}: accessor")
+        acc = self.items("accessors")[index]
         label = f"accessor {index} ({what})"
         types = tuple(types)
-        if acc.type not in types:
-            raise ValueError(f"{self.file}: {label} has type {acc.type!r}, expected {' or '.join(types)}")
-        dtype = _COMPONENT_TYPES.get(acc.componentType)
+        kind = acc.get("type")
+        if kind not in types:
+            raise ValueError(f"{self.file}: {label} has type {str(kind)[:16]!r}, expected {' or '.join(types)}")
+        dtype = _component_type(acc.get("componentType"))
         if dtype is None:
-            raise ValueError(f"{self.file}: {label} has unknown componentType {acc.componentType!r}")
-        count = acc.count
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(f"{self.file}: {label}: count must be a non-negative integer, got {count!r}")
-        width = _TYPE_WIDTHS[acc.type]
-        if acc.bufferView is None:
+            raise ValueError(f"{self.file}: {label} has unknown componentType {str(acc.get('componentType'))[:16]}")
+        count = integer(acc.get("count"), f"{self.file}: {label}: count")
+        self.budget.check(count, "max_accessor_count", f"{label} count")
+        width = _TYPE_WIDTHS[kind]
+        if acc.get("bufferView") is None:
+            self.budget.charge(count * width * dtype.itemsize, label)
             data = np.zeros((count, width), dtype)  # all zero unless sparse says otherwise
         else:
-            data = self.read_view(acc.bufferView, acc.byteOffset, dtype, count, width, f"{label}")
-        if acc.sparse is not None:
-            data = self.apply_sparse(acc.sparse, data, dtype, width, label)
+            data = self.read_view(acc["bufferView"], acc.get("byteOffset"), dtype, count, width, f"{label}")
+        if acc.get("sparse") is not None:
+            data = self.apply_sparse(acc["sparse"], data, dtype, width, label)
         if not as_float:
             return data
+        self.budget.charge(data.size * 8, f"{label} as float64")
         out = data.astype(np.float64)
-        if acc.normalized and dtype.kind in "iu":
+        if acc.get("normalized") and dtype.kind in "iu":
             info = np.iinfo(dtype)
             out = np.maximum(out / info.max, -1.0)  # signed: -128 and -127 both map to -1
         if not np.isfinite(out).all():
@@ -343,50 +308,50 @@ class GltfDocument:
 
     def apply_sparse(self, sparse: Any, data: np.ndarray, dtype: np.dtype, width: int, label: str) -> np.ndarray:
         """``data`` with the sparse substitution of its accessor applied (tightly packed indices and values)."""
-        count = sparse.count
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"{self.file}: {label}: sparse.count must be a positive integer, got {count!r}")
-        index_dtype = _COMPONENT_TYPES.get(sparse.indices.componentType) if sparse.indices else None
-        if sparse.indices is None or sparse.values is None or index_dtype is None or index_dtype.kind != "u":
+        if not isinstance(sparse, dict):
+            raise ValueError(f"{self.file}: {label}: sparse must be an object")
+        count = integer(sparse.get("count"), f"{self.file}: {label}: sparse.count", 1)
+        if count > len(data):
+            raise ValueError(f"{self.file}: {label}: sparse.count {count} exceeds the accessor's count {len(data)}")
+        indices, values = sparse.get("indices"), sparse.get("values")
+        index_dtype = _component_type(indices.get("componentType")) if isinstance(indices, dict) else None
+        if not isinstance(values, dict) or index_dtype is None or index_dtype.kind != "u":
             raise ValueError(f"{self.file}: {label}: sparse needs indices (unsigned componentType) and values")
-        where = self.read_view(sparse.indices.bufferView, sparse.indices.byteOffset, index_dtype, count, 1,
+        where = self.read_view(indices.get("bufferView"), indices.get("byteOffset"), index_dtype, count, 1,
                                f"{label} sparse indices", strided=False)[:, 0].astype(np.int64)
         if where.size and where.max() >= len(data):
             raise ValueError(f"{self.file}: {label}: sparse index {int(where.max())} is out of range (count "
                              f"{len(data)})")
-        values = self.read_view(sparse.values.bufferView, sparse.values.byteOffset, dtype, count, width,
+        values = self.read_view(values.get("bufferView"), values.get("byteOffset"), dtype, count, width,
                                 f"{label} sparse values", strided=False)
+        self.budget.charge(data.nbytes, f"{label} with its sparse values")
         data = data.copy()
         data[where] = values
         return data
 
     def image_label(self, index: int) -> str:
         """Image ``index`` for messages and texture names: its name, else its file, else ``image{index}``."""
-        image = self.gltf.images[index]
-        if image.name:
-            return str(image.name)
-        if isinstance(image.uri, str) and not image.uri.startswith("data:"):
-            return image.uri
+        image = self.items("images")[index]
+        name, uri = image.get("name"), image.get("uri")
+        if isinstance(name, str) and name:
+            return name[:200]
+        if isinstance(uri, str) and not uri.startswith("data:"):
+            return uri[:200]
         return f"image{index}"
 
     def image(self, index: int, what: str) -> np.ndarray:
         """Image ``index`` decoded by Pillow (once), uint8 or uint16; errors name the image and ``what`` uses it."""
         if index in self.images:
             return self.images[index]
-        from PIL import Image, UnidentifiedImageError
-
-        image = self.gltf.images[index]
+        image = self.items("images")[index]
         label = f"image {index} ({self.image_label(index)!r}, used by {what})"
-        if image.uri is not None:
-            data = self.load_uri(image.uri, label)
-        elif image.bufferView is not None:
-            data = bytes(self.view_bytes(image.bufferView, label)[0])
+        if image.get("uri") is not None:
+            data = self.load_uri(image["uri"], label)
+        elif image.get("bufferView") is not None:
+            data = bytes(self.view_bytes(image["bufferView"], label)[0])
         else:
             raise ValueError(f"{self.file}: {label} has neither uri nor bufferView")
-        try:
-            with Image.open(io.BytesIO(data)) as decoded:
-                pixels = image_array(decoded, self.image_label(index))
-        except (UnidentifiedImageError, OSError, ValueError) as exc:
-            raise ValueError(f"{self.file}: {label} is not an image Pillow can decode: {exc}") from None
+        pixels = decode_image(data, self.file, self.limits, self.budget, label)
         self.images[index] = pixels
         return pixels
+

@@ -1,7 +1,7 @@
 """glTF primitives as object-space :class:`Mesh` objects: attributes, indices, strips and fans, tangents.
 
-A primitive's ``POSITION``, ``NORMAL``, ``TEXCOORD_0`` and ``TANGENT``
-become the mesh's arrays (glTF's UV convention is already ours); a
+A primitive's ``POSITION``, ``NORMAL``, ``TEXCOORD_0``, ``TANGENT`` and
+``COLOR_0`` become the mesh's arrays (glTF's UV convention is already ours); a
 non-indexed primitive gets sequential indices; triangle strips and fans
 become triangle lists; points and lines are skipped with a warning. Where a
 normal map needs tangents the file does not give, :func:`generate_tangents`
@@ -16,6 +16,7 @@ import numpy as np
 
 from ._frames import generate_tangents
 from ._gltf_data import GltfDocument
+from ._gltf_json import integer
 from ._gltf_materials import GltfMaterials
 from ._mesh import Mesh
 
@@ -58,17 +59,19 @@ def read_primitive(doc: GltfDocument, materials: GltfMaterials, mesh_index: int,
         attributes of different lengths, indices out of range or not whole
         triangles, a textured material without ``TEXCOORD_0``.
     """
-    gltf_mesh = doc.gltf.meshes[mesh_index]
-    base = gltf_mesh.name or f"mesh{mesh_index}"
-    name = base if len(gltf_mesh.primitives) == 1 else f"{base}[{p}]"
-    prim = gltf_mesh.primitives[p]
+    gltf_mesh = doc.items("meshes")[mesh_index]
+    primitives = primitive_list(doc, gltf_mesh, mesh_index)
+    base = gltf_mesh.get("name") if isinstance(gltf_mesh.get("name"), str) else None
+    base = base[:200] if base else f"mesh{mesh_index}"
+    name = base if len(primitives) == 1 else f"{base}[{p}]"
+    prim = primitives[p]
     label = f"mesh {mesh_index} ({base!r}) primitive {p}"
-    mode = _TRIANGLES if prim.mode is None else prim.mode
+    mode = prim.get("mode", _TRIANGLES)
+    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= _TRIANGLE_FAN:
+        raise ValueError(f"{doc.file}: {label} has unknown mode {str(mode)[:16]}")
     if mode in _SKIPPED_MODES:
         doc.warn_once(f"mode:{mesh_index}:{p}", f"{label} is {_SKIPPED_MODES[mode]}, not triangles: skipped")
         return None
-    if mode not in (_TRIANGLES, _TRIANGLE_STRIP, _TRIANGLE_FAN):
-        raise ValueError(f"{doc.file}: {label} has unknown mode {mode!r}")
     attrs = _attributes(doc, prim, label)
     vertices = attrs["POSITION"]
     indices = _indices(doc, prim, len(vertices), label)
@@ -78,11 +81,12 @@ def read_primitive(doc: GltfDocument, materials: GltfMaterials, mesh_index: int,
     if len(tri) == 0:
         doc.warn_once(f"empty:{mesh_index}:{p}", f"{label} has no triangles: skipped")
         return None
-    material = materials.material(prim.material)
+    material = materials.material(prim.get("material"))
     uvs = attrs.get("TEXCOORD_0")
     if material.textures and uvs is None:
-        raise ValueError(f"{doc.file}: {label} has no TEXCOORD_0 but its {materials.material_label(prim.material)} "
-                         f"has textures ({', '.join(material.textures)})")
+        raise ValueError(f"{doc.file}: {label} has no TEXCOORD_0 but its "
+                         f"{materials.material_label(prim.get('material'))} has textures "
+                         f"({', '.join(material.textures)})")
     tangents = attrs.get("TANGENT")
     if tangents is not None:
         tangents = tangents.copy()
@@ -92,36 +96,57 @@ def read_primitive(doc: GltfDocument, materials: GltfMaterials, mesh_index: int,
     dtype = np.int32 if len(vertices) < 2**31 else np.uint32
     try:
         return Mesh(_f32(vertices), np.ascontiguousarray(tri, dtype=dtype), material, name,
-                    normals=_f32(attrs.get("NORMAL")), uvs=_f32(uvs), tangents=_f32(tangents))
+                    normals=_f32(attrs.get("NORMAL")), uvs=_f32(uvs), tangents=_f32(tangents),
+                    colors=_f32(attrs.get("COLOR_0")))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{doc.file}: {label}: {exc}") from None
 
 
-def _attributes(doc: GltfDocument, prim: Any, label: str) -> dict[str, np.ndarray]:
-    """The primitive's POSITION and, where present, NORMAL, TEXCOORD_0 and TANGENT, as float64 arrays."""
-    attributes = dict(vars(prim.attributes)) if prim.attributes is not None else {}
-    if attributes.get("POSITION") is None:
+def primitive_list(doc: GltfDocument, gltf_mesh: dict[str, Any], mesh_index: int) -> list[dict[str, Any]]:
+    """The ``primitives`` of a glTF mesh: a non-empty array of objects; ValueError naming the mesh otherwise."""
+    primitives = gltf_mesh.get("primitives")
+    if not isinstance(primitives, list) or not primitives or not all(isinstance(q, dict) for q in primitives):
+        raise ValueError(f"{doc.file}: mesh {mesh_index}: primitives must be a non-empty array of objects")
+    return primitives
+
+
+def _attributes(doc: GltfDocument, prim: dict[str, Any], label: str) -> dict[str, np.ndarray]:
+    """The primitive's POSITION and, where present, NORMAL, TEXCOORD_0, TANGENT and COLOR_0, as float64 arrays."""
+    attributes = prim.get("attributes")
+    if not isinstance(attributes, dict) or attributes.get("POSITION") is None:
         raise ValueError(f"{doc.file}: {label} has no POSITION attribute")
-    if attributes.get("COLOR_0") is not None:
-        doc.warn_once("color", f"vertex colours (COLOR_0, first on {label}) are ignored")
-    if prim.targets:
+    if prim.get("targets"):
         doc.warn_once("morph", f"morph targets (first on {label}) are ignored: the base geometry is used")
     out = {"POSITION": doc.accessor(attributes["POSITION"], f"POSITION of {label}", ("VEC3",))}
-    for semantic, width in (("NORMAL", 3), ("TEXCOORD_0", 2), ("TANGENT", 4)):
-        if attributes.get(semantic) is not None:
-            values = doc.accessor(attributes[semantic], f"{semantic} of {label}", (f"VEC{width}",))
-            if len(values) != len(out["POSITION"]):
-                raise ValueError(f"{doc.file}: {label}: {semantic} has {len(values)} elements but POSITION has "
-                                 f"{len(out['POSITION'])}")
-            out[semantic] = values
+    count = len(out["POSITION"])
+    for semantic, types in (("NORMAL", ("VEC3",)), ("TEXCOORD_0", ("VEC2",)), ("TANGENT", ("VEC4",)),
+                            ("COLOR_0", ("VEC3", "VEC4"))):
+        if attributes.get(semantic) is None:
+            continue
+        if semantic == "COLOR_0":
+            _check_color_accessor(doc, attributes[semantic], label)
+        values = doc.accessor(attributes[semantic], f"{semantic} of {label}", types)
+        if len(values) != count:
+            raise ValueError(f"{doc.file}: {label}: {semantic} has {len(values)} elements but POSITION has {count}")
+        out[semantic] = values
     return out
 
 
-def _indices(doc: GltfDocument, prim: Any, count: int, label: str) -> np.ndarray:
+def _check_color_accessor(doc: GltfDocument, accessor: Any, label: str) -> None:
+    """COLOR_0 must be float, or unsigned bytes or shorts normalized (the specification's three kinds)."""
+    acc = doc.items("accessors")[doc.idx(accessor, "accessors", f"COLOR_0 of {label}: accessor")]
+    kind = acc.get("componentType")
+    if kind != 5126 and not (kind in (5121, 5123) and acc.get("normalized") is True):
+        raise ValueError(f"{doc.file}: {label}: COLOR_0 must be float, or normalized unsigned bytes or shorts "
+                         f"(componentType {str(kind)[:16]}, normalized {acc.get('normalized')!r})")
+
+
+def _indices(doc: GltfDocument, prim: dict[str, Any], count: int, label: str) -> np.ndarray:
     """The primitive's vertex indices (int64), checked against ``count`` vertices; sequential when it has none."""
-    if prim.indices is None:
+    if prim.get("indices") is None:
         return np.arange(count, dtype=np.int64)
-    indices = doc.accessor(prim.indices, f"indices of {label}", ("SCALAR",), as_float=False)[:, 0]
+    integer(prim["indices"], f"{doc.file}: {label}: indices")
+    indices = doc.accessor(prim["indices"], f"indices of {label}", ("SCALAR",), as_float=False)[:, 0]
     if indices.dtype.kind != "u":
         raise ValueError(f"{doc.file}: {label}: indices must be unsigned bytes, shorts or ints, got {indices.dtype}")
     indices = indices.astype(np.int64)

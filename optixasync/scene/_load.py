@@ -4,6 +4,11 @@ Reading needs the optional ``trimesh`` package (``pip install "optixasync[mesh]"
 imported only when a file is loaded. A file holding a scene graph (glTF, an
 OBJ with several objects) is flattened: each geometry instance becomes one
 :class:`Mesh` with its node's world transform applied to the vertices.
+trimesh reads the files a mesh file names (material libraries, buffers,
+textures) through a resolver of ours that reads only inside the mesh file's
+folder (:class:`~optixasync.scene._files.AssetFiles`), whatever trimesh's
+version, so no file outside it is opened; the file itself is bounded by
+``LoadLimits.max_file_bytes``.
 
 Nothing here talks to CUDA; every array is a host numpy array.
 
@@ -23,6 +28,8 @@ import numpy as np
 
 from ..errors import MissingExtraError
 from ..validation import as_affine
+from ._files import AssetFiles
+from ._limits import LoadLimits, as_limits
 
 if TYPE_CHECKING:
     from ._material import Material
@@ -32,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MESH_SUFFIXES",
     "check_mesh_path",
+    "contained_resolver",
     "cornell_room",
     "fit_matrix",
     "fit_to_box",
@@ -81,12 +89,39 @@ def _import_trimesh() -> Any:
     return trimesh
 
 
+def contained_resolver(trimesh: Any, files: AssetFiles) -> Any:
+    """A trimesh resolver that reads the files a mesh file names only inside its folder (through ``files``).
+
+    Refused names raise :class:`~optixasync.errors.AssetPathError` to trimesh, which skips what it could
+    not read (a material) or fails the load.
+    """
+
+    class ContainedResolver(trimesh.resolvers.Resolver):
+        def __init__(self) -> None:
+            pass
+
+        def get(self, name: str) -> bytes:
+            return files.read_named(str(name).strip().replace("\\", "/"), "a file it names")
+
+        def write(self, name: str, data: Any) -> None:
+            raise PermissionError("loading a mesh writes no file")
+
+        def namespaced(self, namespace: str) -> Any:
+            raise PermissionError("loading a mesh reads only its own folder")
+
+        def keys(self) -> list[str]:
+            return []
+
+    return ContainedResolver()
+
+
 def load_mesh(
     path: str | Path,
     material: Material | None = None,
     transform: Any = None,
     *,
     name: str | None = None,
+    limits: LoadLimits | dict[str, Any] | None = None,
 ) -> list[Mesh]:
     """Read the triangles of a mesh file as a list of :class:`Mesh`.
 
@@ -101,6 +136,8 @@ def load_mesh(
     name : str, optional
         Name of the meshes (default: the file's stem). With several meshes each
         is named ``"{name}:{node}"``.
+    limits : LoadLimits, dict or None
+        ``max_file_bytes`` bounds the file; ``allowed_folders`` widens where the files it names may lie.
 
     Returns
     -------
@@ -126,9 +163,11 @@ def load_mesh(
     material = Material() if material is None else material
     base = name if name is not None else path.stem
     trimesh = _import_trimesh()
+    files = AssetFiles(path, as_limits(limits))
+    files.check_size(path.stat().st_size, "the file")
     try:
         # process=False keeps the file's vertices and triangle order exactly (no merging or cleaning).
-        loaded = trimesh.load(str(path), force="scene", process=False)
+        loaded = trimesh.load(str(path), force="scene", process=False, resolver=contained_resolver(trimesh, files))
     except Exception as exc:  # each format's parser raises its own exception types
         raise ValueError(f"cannot read mesh file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
 

@@ -21,7 +21,7 @@ import numpy as np
 from ..validation import as_affine, check_indices, check_vertices, is_device_array
 from ._material import Material
 
-__all__ = ["Mesh", "cube", "rectangle", "sphere"]
+__all__ = ["Mesh", "cube", "placed", "rectangle", "sphere"]
 
 
 @dataclass(eq=False)
@@ -58,6 +58,11 @@ class Mesh:
         Per-vertex tangents, w = the bitangent's handedness (glTF's); for
         normal maps. None: a normal map is oriented by the UVs' directions
         on each triangle (u along the tangent, decreasing v along the bitangent).
+    colors : array (V, 3) or (V, 4) of floats, or None
+        Per-vertex linear colours (glTF's ``COLOR_0``), which multiply the
+        material's base colour (RGB) and opacity (A): finite and >= 0. Stored
+        as (V, 4) float32, alpha 1 where the array gives 3 channels. Host
+        data only; the renderer does not read them yet.
 
     Raises
     ------
@@ -78,6 +83,7 @@ class Mesh:
     uvs: Any = None
     tangents: Any = None
     transform: Any = None
+    colors: Any = None
 
     def __post_init__(self) -> None:
         label = f"mesh {self.name!r}" if self.name else "mesh"
@@ -92,6 +98,7 @@ class Mesh:
         for attribute, width in (("normals", 3), ("uvs", 2), ("tangents", 4)):
             setattr(self, attribute, check_attribute(getattr(self, attribute), self.num_vertices, width,
                                                      f"{label} {attribute}"))
+        self.colors = check_colors(self.colors, self.num_vertices, f"{label} colors")
         if self.dynamic and (self.normals is not None or self.tangents is not None):
             raise ValueError(f"{label} is dynamic and has normals or tangents: they would stay as they are while "
                              "the vertices move (give a dynamic mesh neither; it is shaded flat)")
@@ -192,15 +199,61 @@ class Mesh:
             sign = tangents[:, 3:] * (-1.0 if np.linalg.det(m[:, :3]) < 0 else 1.0)
             tangents = np.concatenate([moved_t, sign], axis=1).astype(np.float32)
         return Mesh(np.ascontiguousarray(moved, dtype=np.float32), new_indices, self.material, self.name, self.dynamic,
-                    normals, self.uvs, tangents)
+                    normals, self.uvs, tangents, colors=self.colors)
 
 
 def replace_fields(mesh: Mesh, **changes: Any) -> Mesh:
     """A :class:`Mesh` like ``mesh`` (its arrays shared, not copied) with ``changes`` to its fields."""
     fields = {name: getattr(mesh, name) for name in ("vertices", "indices", "material", "name", "dynamic", "normals",
-                                                      "uvs", "tangents", "transform")}
+                                                      "uvs", "tangents", "transform", "colors")}
     fields.update(changes)
     return Mesh(**fields)
+
+
+def placed(mesh: Mesh, transforms: np.ndarray, names: list[str]) -> list[Mesh]:
+    """Instances of ``mesh`` (its arrays shared, none checked again), one per transform, named by ``names``.
+
+    For readers placing one checked primitive many times: ``transforms`` must
+    be a C-contiguous float64 (N, 3, 4) array of affine matrices whose linear
+    parts are finite and invertible (what :func:`~optixasync.validation.as_affine`
+    accepts), and ``mesh`` a static mesh without a transform. Each instance's
+    ``transform`` is a view of ``transforms``. A fraction of
+    :func:`replace_fields`' cost, which checks every array again.
+    """
+    if mesh.transform is not None or mesh.dynamic:
+        raise ValueError(f"mesh {mesh.name!r}: only a static mesh without a transform is placed this way")
+    if transforms.ndim != 3 or transforms.shape[1:] != (3, 4) or transforms.dtype != np.float64 or len(
+            transforms) != len(names) or not transforms.flags.c_contiguous:
+        raise ValueError(f"mesh {mesh.name!r}: transforms must be a C-contiguous (N, 3, 4) float64 array, one per "
+                         f"name; got {transforms.shape} {transforms.dtype} for {len(names)} names")
+    fields = mesh.__dict__
+    new = object.__new__
+    out = []
+    for transform, name in zip(transforms, names, strict=True):
+        instance = new(Mesh)
+        instance.__dict__ = {**fields, "transform": transform, "name": name}
+        out.append(instance)
+    return out
+
+
+def check_colors(array: Any, num_vertices: int, name: str) -> np.ndarray | None:
+    """Per-vertex colours (V, 3) or (V, 4) as a (V, 4) float32 host array (alpha 1 added), or None."""
+    if array is None:
+        return None
+    if isinstance(array, np.ndarray) and array.shape not in ((num_vertices, 3), (num_vertices, 4)):
+        raise ValueError(f"{name} must have shape ({num_vertices}, 3) or ({num_vertices}, 4) (one per vertex), got "
+                         f"{array.shape}")
+    if isinstance(array, np.ndarray) and array.shape[1] == 3:
+        colors = check_attribute(array, num_vertices, 3, name)
+        assert colors is not None
+        colors = np.concatenate([colors, np.ones((num_vertices, 1), np.float32)], axis=1)
+    else:
+        colors = check_attribute(array, num_vertices, 4, name)
+        assert colors is not None
+    if (colors < 0).any():
+        bad = int(np.argwhere((colors < 0).any(axis=1))[0, 0])
+        raise ValueError(f"{name} must be >= 0 (linear colour multipliers), got {colors[bad].tolist()} at vertex {bad}")
+    return colors
 
 
 def check_attribute(array: Any, num_vertices: int, width: int, name: str) -> np.ndarray | None:

@@ -25,6 +25,19 @@ What is read
   ignored: the materials are diffuse unless ``Pr``/``Pm`` say otherwise. Every
   material is two-sided, because OBJ files rarely keep a consistent winding.
 
+Hostile files
+-------------
+``mtllib`` names (relative to the OBJ) and texture files (relative to their
+MTL) must lead inside the OBJ's folder (or :attr:`LoadLimits.allowed_folders`)
+after following links, absolute paths included:
+:class:`~optixasync.errors.AssetPathError` names the reference as written,
+and nothing outside is opened. Each material library is read once. The
+OBJ, MTL and texture files are bounded by ``max_file_bytes``, the parsed
+statements (charged at 8 bytes per byte of text) and decoded textures by
+``max_total_bytes``, texture pixels by ``max_image_pixels``
+(:class:`~optixasync.errors.LoadLimitError`). Messages quote at most 80
+characters of a statement.
+
 Blocking calls
 --------------
 None: file reading on the host.
@@ -33,35 +46,49 @@ None: file reading on the host.
 from __future__ import annotations
 
 import math
-import warnings
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._warnings import warn
+from ._files import AssetFiles, is_file
 from ._frames import framing_camera, generate_tangents
+from ._limits import LoadLimits, as_limits
 from ._material import Material
 from ._mesh import Mesh
 from ._scene import Scene
-from ._texture import Texture, TextureTransform, load_texture
+from ._texture import Texture, TextureTransform, decode_image
 
 __all__ = ["load_obj"]
+
+#: Bytes charged to the load's budget per byte of OBJ or MTL text (the parsed statements and their numbers).
+_PARSED_BYTES_PER_BYTE = 8
 
 # Texture statement options and how many arguments each takes (at most; -o, -s, -t take 1 to 3 numbers).
 _MAP_OPTIONS = {"-blendu": 1, "-blendv": 1, "-bm": 1, "-boost": 1, "-cc": 1, "-clamp": 1, "-imfchan": 1, "-mm": 2,
                 "-o": 3, "-s": 3, "-t": 3, "-texres": 1, "-type": 1}
 
 
-def load_obj(path: str | Path) -> Scene:
+def load_obj(path: str | Path, *, limits: LoadLimits | dict[str, Any] | None = None) -> Scene:
     """Read an OBJ file and its MTL materials into a :class:`Scene`: one mesh per material.
 
     Meshes are named ``"{stem}:{material}"`` (the file's stem alone when it
     has one material). The camera is :func:`framing_camera` of the meshes.
+    ``limits`` (:class:`LoadLimits`, a dict of its fields, or None for the
+    defaults) bounds what the files may cost.
 
     Raises
     ------
     FileNotFoundError
         A missing OBJ, MTL or texture file (a texture's message names its material).
+    AssetPathError
+        An ``mtllib`` or texture leading outside the OBJ's folder (a ``ValueError``).
+    LoadLimitError
+        A file, its statements or a texture beyond ``limits`` (a ``ValueError``).
+    OSError
+        A file that cannot be read.
     ValueError
         A malformed statement (naming the file and line), a face index out of
         range, an unreadable texture, an invalid material value, a textured
@@ -71,7 +98,7 @@ def load_obj(path: str | Path) -> Scene:
     if not path.is_file():
         raise FileNotFoundError(f"OBJ file not found: {str(path)!r}" if not path.exists()
                                 else f"not a file: {str(path)!r}")
-    reader = _ObjReader(path)
+    reader = _ObjReader(path, as_limits(limits))
     reader.read()
     meshes = reader.meshes()
     return Scene(meshes, framing_camera(meshes))
@@ -84,18 +111,23 @@ def _numbers(parts: list[str], low: int, high: int, where: str, statement: str) 
     try:
         values = [float(v) for v in parts]
     except ValueError:
-        raise ValueError(f"{where}: {statement} needs numbers, got {' '.join(parts)!r}") from None
+        raise ValueError(f"{where}: {statement} needs numbers, got {_shown(' '.join(parts))}") from None
     if not all(math.isfinite(v) for v in values):
-        raise ValueError(f"{where}: {statement} has a non-finite value: {' '.join(parts)!r}")
+        raise ValueError(f"{where}: {statement} has a non-finite value: {_shown(' '.join(parts))}")
     return values
 
 
-def _statements(path: Path) -> list[tuple[int, str, str]]:
+def _shown(text: str) -> str:
+    """``text`` quoted for a message: at most 80 characters of it."""
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _statements(data: bytes) -> list[tuple[int, str, str]]:
     """(line number, keyword, rest) of every statement; comments dropped, ``\\`` continuations joined."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        text = path.read_text(encoding="latin-1")  # older exporters write names in the local 8-bit encoding
+        text = data.decode("latin-1")  # older exporters write names in the local 8-bit encoding
     out = []
     pending, start = "", 0
     for number, line in enumerate(text.splitlines(), 1):
@@ -114,9 +146,11 @@ def _statements(path: Path) -> list[tuple[int, str, str]]:
 
 
 class _ObjReader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limits: LoadLimits) -> None:
         self.path = path
         self.file = str(path)
+        self.files = AssetFiles(path, limits)
+        self.read_libraries: set[str] = set()
         self.positions: list[list[float]] = []
         self.texcoords: list[list[float]] = []
         self.normals: list[list[float]] = []
@@ -126,9 +160,15 @@ class _ObjReader:
         self.textures: dict[tuple[Any, ...], Texture] = {}
         self.ignored: set[str] = set()
 
+    def statements(self, path: Path, element: str, reference: str | None = None) -> list[tuple[int, str, str]]:
+        """The statements of an OBJ or MTL file, its size and parse charged to the load's budget."""
+        data = self.files.read(path, element, reference)
+        self.files.budget.charge(len(data) * _PARSED_BYTES_PER_BYTE, f"{element}'s statements")
+        return _statements(data)
+
     def read(self) -> None:
         current: str | None = None
-        for number, keyword, rest in _statements(self.path):
+        for number, keyword, rest in self.statements(self.path, "the OBJ file"):
             where = f"{self.file}:{number}"
             parts = rest.split()
             if keyword == "v":
@@ -145,19 +185,21 @@ class _ObjReader:
             elif keyword == "usemtl":
                 current = rest
             elif keyword == "mtllib":
-                for name in self.mtl_names(rest):
-                    self.read_mtl(self.path.parent / name.replace("\\", "/"), where)
+                for name, path in self.mtl_names(rest, f"line {number}"):
+                    self.read_mtl(path, name, where)
             elif keyword not in ("o", "g", "s", "mg", "vp"):
                 self.ignored.add(keyword)
         if self.ignored & {"l", "p", "curv", "curv2", "surf"}:
-            warnings.warn(f"{self.file}: points, lines, curves and surfaces are ignored (only faces are read)",
-                          UserWarning, stacklevel=3)
+            warn(f"{self.file}: points, lines, curves and surfaces are ignored (only faces are read)")
 
-    def mtl_names(self, rest: str) -> list[str]:
-        # One name with spaces, if that file exists; else several names separated by spaces.
-        if (self.path.parent / rest).is_file():
-            return [rest]
-        return rest.split()
+    def mtl_names(self, rest: str, element: str) -> list[tuple[str, Path]]:
+        """(name, real path) of the libraries an ``mtllib`` names, each checked to lie inside the folder."""
+        # One name with spaces, if that file exists (inside the folder); else several names separated by spaces.
+        whole = self.files.resolve(rest.replace("\\", "/"), element, named_by=self.file)
+        if is_file(whole) or len(rest.split()) <= 1:
+            return [(rest, whole)]
+        return [(name, self.files.resolve(name.replace("\\", "/"), element, named_by=self.file))
+                for name in rest.split()]
 
     def face(self, parts: list[str], material: str | None, where: str) -> None:
         if len(parts) < 3:
@@ -191,17 +233,20 @@ class _ObjReader:
             out.append(index)
         return out[0], out[1], out[2]
 
-    def read_mtl(self, path: Path, where: str) -> None:
-        if not path.is_file():
-            raise FileNotFoundError(f"{where}: material library not found: {str(path)!r}")
+    def read_mtl(self, path: Path, name: str, where: str) -> None:
+        if str(path) in self.read_libraries:  # each library once, however often it is named
+            return
+        if not is_file(path):
+            raise FileNotFoundError(f"{where}: material library not found: {_shown(name)}")
+        self.read_libraries.add(str(path))
         current: dict[str, Any] | None = None
-        for number, keyword, rest in _statements(path):
+        for number, keyword, rest in self.statements(path, f"material library {_shown(name)}", name):
             line = f"{path}:{number}"
             if keyword == "newmtl":
                 current = {"_where": line, "_dir": path.parent}
                 self.materials[rest] = current
             elif current is None:
-                raise ValueError(f"{line}: {keyword} before any newmtl")
+                raise ValueError(f"{line}: {_shown(keyword)} before any newmtl")
             elif keyword in ("Kd", "Ke"):
                 if rest.split()[:1] in (["spectral"], ["xyz"]):
                     raise ValueError(f"{line}: {keyword} {rest.split()[0]} is not supported (only RGB)")
@@ -239,20 +284,25 @@ class _ObjReader:
             elif option == "-clamp" and args:
                 clamp = str(args[0]).lower() == "on"
         if k >= len(tokens):
-            raise ValueError(f"{line}: texture statement without a file name: {rest!r}")
+            raise ValueError(f"{line}: texture statement without a file name: {_shown(rest)}")
         name = " ".join(tokens[k:]).replace("\\", "/")
-        file = Path(name) if Path(name).is_absolute() else self.materials[material]["_dir"] / name
+        file = self.files.resolve(name, f"line {line.rpartition(':')[2]}, texture of material {_shown(material)}",
+                                  base=str(self.materials[material]["_dir"]), named_by=line.rpartition(":")[0])
         # -o and -s act on OBJ's bottom-up v; ours runs top-down: v_ours' = s_v v_ours + (1 - s_v - o_v).
         transform = TextureTransform((offset[0], 1.0 - scale[1] - offset[1]), 0.0, (scale[0], scale[1]))
         wrap = ("clamp", "clamp") if clamp else ("repeat", "repeat")
-        key = (str(file.resolve()), srgb, wrap, transform)
+        key = (str(file), srgb, wrap, transform)
         if key not in self.textures:
-            if not file.is_file():
-                raise FileNotFoundError(f"{line}: texture of material {material!r} not found: {str(file)!r}")
+            if not is_file(file):
+                raise FileNotFoundError(f"{line}: texture of material {_shown(material)} not found: {_shown(name)} "
+                                        f"({os.path.relpath(file, self.files.folder)} in {self.files.folder})")
+            element = f"{line}: texture {_shown(name)} of material {_shown(material)}"
+            data = decode_image(self.files.read(file, element, name), self.file, self.files.limits, self.files.budget,
+                                element)
             try:
-                self.textures[key] = load_texture(file, srgb=srgb, wrap=wrap, transform=transform)
-            except ValueError as exc:
-                raise ValueError(f"{line}: material {material!r}: {exc}") from None
+                self.textures[key] = Texture(data, srgb=srgb, wrap=wrap, transform=transform, name=str(file))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{line}: material {_shown(material)}: {exc}") from None
         return self.textures[key]
 
     def material(self, name: str | None) -> Material:
@@ -260,8 +310,7 @@ class _ObjReader:
             return Material(two_sided=True, name="default")
         raw = self.materials.get(name)
         if raw is None:
-            warnings.warn(f"{self.file}: material {name!r} is not defined in any mtllib: a grey diffuse default is "
-                          "used", UserWarning, stacklevel=4)
+            warn(f"{self.file}: material {_shown(name)} is not defined in any mtllib: a grey diffuse default is used")
             return Material(two_sided=True, name=name)
         fields: dict[str, Any] = {"name": name, "two_sided": True}
         kd = raw.get("Kd", (0.8, 0.8, 0.8))
@@ -279,8 +328,7 @@ class _ObjReader:
             fields["normal_texture"] = self.texture(raw["norm"], False, name)
         opacity = raw["d"] if "d" in raw else 1.0 - raw["Tr"] if "Tr" in raw else 1.0
         if opacity <= 0.0:  # some exporters write d 0 (or Tr 1) for opaque; an invisible material is never meant
-            warnings.warn(f"{raw['_where']}: material {name!r} has opacity 0 (d 0 or Tr 1): treated as opaque",
-                          UserWarning, stacklevel=4)
+            warn(f"{raw['_where']}: material {_shown(name)} has opacity 0 (d 0 or Tr 1): treated as opaque")
             opacity = 1.0
         if opacity < 1.0:
             fields.update(opacity=opacity, alpha_mode="blend")
@@ -328,8 +376,7 @@ class _ObjReader:
         if not present.any():
             return None
         if not present.all():
-            warnings.warn(f"{self.file}: mesh {label!r}: some face corners have no {kind}: its {kind} are dropped",
-                          UserWarning, stacklevel=4)
+            warn(f"{self.file}: mesh {_shown(label)}: some face corners have no {kind}: its {kind} are dropped")
             return None
         return values[index]
 

@@ -10,18 +10,33 @@ Texture coordinates follow glTF: ``(0, 0)`` is the top-left corner of the
 image (row 0, column 0) and ``v`` grows downwards. A
 :class:`TextureTransform` (glTF's ``KHR_texture_transform``) maps a mesh's
 UV to the image's: ``uv' = offset + R(rotation) S(scale) uv``.
+
+Image files are decoded by Pillow (:func:`decode_image`), after their
+header's width and height are checked against
+:attr:`LoadLimits.max_image_pixels <optixasync.scene.LoadLimits>`; Pillow's
+own decompression-bomb error is reported as that limit
+(:class:`~optixasync.errors.LoadLimitError`), and anything else Pillow
+raises on a broken file as a ``ValueError`` naming the image.
 """
 
 from __future__ import annotations
 
+import io
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["TEXTURE_FILTERS", "TEXTURE_WRAPS", "Texture", "TextureTransform", "load_texture"]
+from ..errors import LoadLimitError
+from ._limits import LoadBudget, LoadLimits, as_limits
+
+__all__ = ["TEXTURE_FILTERS", "TEXTURE_WRAPS", "Texture", "TextureTransform", "decode_image", "load_texture"]
+
+#: Bytes charged to a load's budget per pixel decoded (the decoded image and its conversion).
+_BYTES_PER_PIXEL = 8
 
 #: How a coordinate outside [0, 1] is brought back: glTF's REPEAT, CLAMP_TO_EDGE and MIRRORED_REPEAT.
 TEXTURE_WRAPS = ("repeat", "clamp", "mirror")
@@ -160,28 +175,67 @@ class Texture:
 
 
 def load_texture(path: str | Path, *, srgb: bool = False, wrap: Any = ("repeat", "repeat"), filter: str = "bilinear",
-                 transform: TextureTransform | None = None) -> Texture:
+                 transform: TextureTransform | None = None,
+                 limits: LoadLimits | dict[str, Any] | None = None) -> Texture:
     """A :class:`Texture` from an image file Pillow reads (PNG, JPEG, ...), 8 or 16 bits per channel.
+
+    ``limits`` (:class:`~optixasync.scene.LoadLimits`, a dict of its fields or None for the defaults)
+    bounds the file's size and its pixels.
 
     Raises
     ------
     FileNotFoundError
         Naming the path.
+    LoadLimitError
+        When the file or its width times height exceed ``limits`` (a ``ValueError``).
     ValueError
         On a file Pillow cannot read as an image, naming the path.
     """
-    from PIL import Image, UnidentifiedImageError
+    from ._files import AssetFiles
 
     path = Path(path)
+    limits = as_limits(limits)
     if not path.is_file():
         raise FileNotFoundError(f"texture file not found: {path}")
-    try:
-        with Image.open(path) as image:
-            data = image_array(image, str(path))
-    except (UnidentifiedImageError, OSError) as exc:
-        raise ValueError(f"texture {str(path)!r} is not an image Pillow can read: {exc}") from exc
+    files = AssetFiles(path, limits)
+    data = decode_image(files.read(path, "the texture"), str(path), limits, files.budget, "the texture")
     return Texture(data, srgb=srgb, wrap=wrap, filter=filter,
                    transform=transform if transform is not None else TextureTransform(), name=str(path))
+
+
+def decode_image(data: bytes, file: str, limits: LoadLimits, budget: LoadBudget | None, element: str) -> np.ndarray:
+    """The pixels of the image file ``data`` (uint8 or uint16, (H, W[, C])), its size checked before decoding.
+
+    ``file`` and ``element`` name it in messages (the file it is in and what it is there).
+
+    Raises
+    ------
+    LoadLimitError
+        When width times height exceed ``max_image_pixels`` (Pillow's decompression-bomb check
+        included), or the decoded pixels exceed the load's byte budget.
+    ValueError
+        When Pillow cannot decode it (whatever Pillow raised is named in the message).
+    """
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():  # the limit below decides; Pillow's warning would only repeat it
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                width, height = image.size
+                if width * height > limits.max_image_pixels:
+                    raise LoadLimitError(file, f"{element} ({width} x {height} pixels)", "max_image_pixels",
+                                         limits.max_image_pixels, width * height)
+                if budget is not None:
+                    budget.charge(width * height * _BYTES_PER_PIXEL, element)
+                return image_array(image, element)
+    except LoadLimitError:
+        raise
+    except Image.DecompressionBombError:
+        raise LoadLimitError(file, element, "max_image_pixels", limits.max_image_pixels) from None
+    except Exception as exc:  # Pillow's decoders raise assorted types on broken files (OSError, SyntaxError, ...)
+        raise ValueError(f"{file}: {element} is not an image Pillow can read: {type(exc).__name__}: "
+                         f"{str(exc)[:200]}") from None
 
 
 def image_array(image: Any, name: str) -> np.ndarray:

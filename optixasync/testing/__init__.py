@@ -1,7 +1,8 @@
 """What tests, examples and benchmarks share: a calibrated busy workload, the hello-triangle renderer, a rippling mesh,
 the scripts' entry (one line and the CLI's exit status when the machine cannot run them), and the comparison with
-the reference renderer (a scene as a Mitsuba 3 dict, and the per-pixel statistics that judge two images), and CPU work
-and injected faults for the multi-GPU orchestration.
+the reference renderer (a scene as a Mitsuba 3 dict, and the per-pixel statistics that judge two images), CPU work
+and injected faults for the multi-GPU orchestration, glTF files written from Python, and the instruments of the
+hostile-input tests (files opened, a time bound, peak memory).
 
 These are small, complete OptiX programs built on the public layers; they
 are not part of the rendering API. The GPU spin helper lives in
@@ -22,9 +23,12 @@ from ._farm import (
     cpu_sample_sums,
     cpu_setup,
     frame_image,
+    render_records,
     sample_values,
 )
+from ._gltf_files import GltfBuilder, glb_bytes, node_grid_glb
 from ._hello import DEFAULT_TRIANGLE, HELLO_PARAMS, HelloRenderer, HelloResult, fill_params, render_triangle
+from ._hostile import MemoryPeak, TimeLimitExceeded, outside, peak_memory, record_opens, time_limit
 from ._mitsuba import MissingMitsubaError, import_mitsuba, mitsuba_scene_dict, mitsuba_texture
 from ._ripple import RippleAnimator, grid_mesh
 from ._stubcuda import StubCuda, StubEvent, StubStream
@@ -52,10 +56,20 @@ __all__ = [
     "FaultAt",
     "FaultyUpdate",
     "frame_image",
+    "render_records",
     "sample_values",
     "child_output",
     "expected_busy_output",
     "fill_params",
+    "MemoryPeak",
+    "outside",
+    "peak_memory",
+    "record_opens",
+    "time_limit",
+    "TimeLimitExceeded",
+    "glb_bytes",
+    "GltfBuilder",
+    "node_grid_glb",
     "grid_mesh",
     "import_mitsuba",
     "mitsuba_scene_dict",

@@ -8,6 +8,8 @@
   a given frame runs (once across processes, through a marker file), to test that a job survives a
   dead worker and fails cleanly, naming the device, on an error.
 * :class:`CountedPayload` counts its unpicklings in a folder: how often a job's data travelled.
+* A :class:`CpuFrame` with ``record`` leaves a file per render in that folder (:func:`render_records`
+  reads them back): whether a frame was rendered again, and when.
 
 Blocking calls
 --------------
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CountedPayload", "CpuFrame", "FaultAt", "FaultyUpdate", "cpu_frame", "cpu_sample_sums", "cpu_setup",
-           "frame_image", "sample_values"]
+           "frame_image", "render_records", "sample_values"]
 
 FAULT_KINDS = ("kill", "raise", "out_of_memory")
 
@@ -87,11 +89,16 @@ class FaultyUpdate:
 
 @dataclasses.dataclass(frozen=True)
 class CpuFrame:
-    """Payload of :func:`cpu_frame`: frame ``index``, taking ``delay`` seconds, with an optional fault."""
+    """Payload of :func:`cpu_frame`: frame ``index``, taking ``delay`` seconds, with an optional fault.
+
+    ``record``: a folder both the caller and the workers see, where each finished render of the frame
+    leaves a file (:func:`render_records`).
+    """
 
     index: int
     delay: float = 0.0
     fault: FaultAt | None = None
+    record: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +127,8 @@ def cpu_frame(state: WorkerState, frame: CpuFrame) -> dict[str, Any]:
         frame.fault.fire(frame.index)
     if frame.delay:
         time.sleep(frame.delay)
+    if frame.record is not None:
+        Path(frame.record, f"render-{frame.index}-{os.getpid()}-{uuid.uuid4().hex[:8]}").write_text(repr(time.time()))
     return {"index": frame.index, "image": frame_image(frame.index), "pid": state.pid, "token": state.token,
             "device": state.device}
 
@@ -140,6 +149,15 @@ def cpu_sample_sums(state: WorkerState, samples: Any) -> np.ndarray:
     for row in values:
         total += row
     return total
+
+
+def render_records(folder: str | Path) -> list[tuple[int, int, float]]:
+    """(frame index, process id, time.time() when it finished) of every render :func:`cpu_frame` recorded in ``folder``."""
+    out = []
+    for path in Path(folder).glob("render-*"):
+        _, index, pid, _ = path.name.split("-")
+        out.append((int(index), int(pid), float(path.read_text())))
+    return sorted(out, key=lambda record: record[2])
 
 
 class CountedPayload:

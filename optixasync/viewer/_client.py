@@ -76,7 +76,8 @@ class ProtocolClient:
     Parameters
     ----------
     url : str
-        The viewer's page URL (``http://host:port/``) or its WebSocket URL (``ws://host:port/ws``).
+        The viewer's page URL (``http://host:port/``, with its ``?token=`` if it has one) or its WebSocket
+        URL (``ws://host:port/ws``).
     auto_ack : bool
         Acknowledge every frame on arrival (a tab that keeps up); False never acknowledges by itself.
     keep : int
@@ -93,8 +94,9 @@ class ProtocolClient:
     """
 
     def __init__(self, url: str, *, auto_ack: bool = True, keep: int = 64, origin: str | None = None) -> None:
-        if url.startswith("http"):
-            url = "ws" + url[4:].rstrip("/") + "/ws"
+        if url.startswith("http"):  # the page's URL: its WebSocket, with the page's query (a token) kept
+            base, _, query = url.partition("?")
+            url = "ws" + base[4:].rstrip("/") + "/ws" + (f"?{query}" if query else "")
         self.url = url
         self.auto_ack = auto_ack
         self.origin = origin

@@ -8,12 +8,19 @@ camera, resolution and depth stay the same and restart when any changes; the
 denoise setting applies a small blur that matters only while samples are few.
 The camera follows the conventions of ``optixasync.scene.Camera`` (the field
 of view spans the smaller image axis).
+
+A sample is traced a tile of :data:`TILE_PIXELS` pixels at a time, so memory
+stays a few tens of MiB at any resolution, and the source stops a frame's
+samples as soon as the viewer's state changes: a settings message costs at
+most what :data:`~optixasync.viewer.LIMITS` allows per frame, and never holds
+the next change until a long frame ends.
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,7 +30,10 @@ from ._camera import CameraPose
 from ._source import RenderLoop
 from ._state import Settings, ViewState
 
-__all__ = ["CpuFrameSource", "CpuRenderer"]
+__all__ = ["TILE_PIXELS", "CpuFrameSource", "CpuRenderer"]
+
+#: Pixels traced at once: the working arrays of a tile (about 40 float32 values a ray) stay near 40 MiB.
+TILE_PIXELS = 1 << 18
 
 # center xyz, radius, albedo rgb, mirror reflectance
 _SPHERES = np.array([
@@ -124,15 +134,23 @@ class CpuRenderer:
                 self._sum = np.zeros((settings.height, settings.width, 3), np.float32)
                 self.samples = 0
 
-    def add_samples(self, camera: CameraPose, settings: Settings, spp: int) -> None:
-        """Accumulate ``spp`` samples per pixel (restarting first if the view changed)."""
+    def add_samples(self, camera: CameraPose, settings: Settings, spp: int,
+                    stop: Callable[[], bool] | None = None) -> bool:
+        """Accumulate ``spp`` samples per pixel (restarting first if the view changed); whether all were added.
+
+        ``stop`` is asked between tiles: when it says True the sample in progress is dropped (a partial
+        sample never enters the image) and the call returns False.
+        """
         self.reset_if_changed(camera, settings)
         assert self._sum is not None
         for _ in range(spp):
-            sample = self._sample(camera, settings.width, settings.height, settings.max_depth)
+            sample = self._sample(camera, settings.width, settings.height, settings.max_depth, stop)
+            if sample is None:
+                return False
             with self._lock:
                 self._sum += sample
                 self.samples += 1
+        return True
 
     def linear(self, denoise: bool = False) -> np.ndarray:
         """The mean of the samples in linear RGB, (H, W, 3) float32 (a new array; safe from any thread)."""
@@ -172,30 +190,44 @@ class CpuRenderer:
             self._pool_size = n
         return self._pool
 
-    def _primary_rays(self, camera: CameraPose, width: int, height: int, jitter: np.ndarray) -> _Rays:
+    def _primary_rays(self, camera: CameraPose, width: int, height: int, jitter: np.ndarray, first: int) -> _Rays:
+        """Primary rays of the pixels ``first ... first + n - 1`` (row-major), ``n`` the jitter's length."""
         eye = np.asarray(camera.eye, np.float32)
         w_axis = _normalize(np.asarray(camera.target, np.float32) - eye)
         u_axis = _normalize(np.cross(w_axis, np.asarray(camera.up, np.float32)))
         v_axis = np.cross(u_axis, w_axis)
         t = math.tan(math.radians(camera.fov) / 2.0)
         tan_x, tan_y = (t * width / height, t) if width >= height else (t, t * height / width)
-        n = width * height
-        sx = (np.float32(2.0 * tan_x / width) * (np.tile(np.arange(width, dtype=np.float32), height) + jitter[0])
-              - np.float32(tan_x))
-        sy = (np.float32(tan_y) - np.float32(2.0 * tan_y / height)
-              * (np.repeat(np.arange(height, dtype=np.float32), width) + jitter[1]))
+        n = jitter.shape[1]
+        pixel = np.arange(first, first + n, dtype=np.int64)
+        sx = (np.float32(2.0 * tan_x / width) * ((pixel % width).astype(np.float32) + jitter[0]) - np.float32(tan_x))
+        sy = (np.float32(tan_y) - np.float32(2.0 * tan_y / height) * ((pixel // width).astype(np.float32)
+                                                                       + jitter[1]))
         d = w_axis[:, None] + u_axis[:, None] * sx + v_axis[:, None] * sy
         d /= np.sqrt(_dot(d, d))
         return _Rays(np.repeat(eye[:, None], n, axis=1), d.astype(np.float32, copy=False))
 
-    def _sample(self, camera: CameraPose, width: int, height: int, max_depth: int) -> np.ndarray:
+    def _sample(self, camera: CameraPose, width: int, height: int, max_depth: int,
+                stop: Callable[[], bool] | None = None) -> np.ndarray | None:
+        """One sample of every pixel, tile by tile; None when ``stop`` said so between tiles."""
         n = width * height
-        jitter_pool, sun_pool = self._pools(n)
-        k = int(self._rng.integers(0, n + 1))
-        rays = self._primary_rays(camera, width, height, jitter_pool[:, k:k + n])
-        sun = sun_pool[:, k:k + n]
+        tile = min(n, TILE_PIXELS)
+        jitter_pool, sun_pool = self._pools(tile)
+        out = np.empty((3, n), np.float32)
+        for first in range(0, n, tile):
+            if stop is not None and first and stop():
+                return None
+            count = min(tile, n - first)
+            k = int(self._rng.integers(0, tile + 1))
+            out[:, first:first + count] = self._tile(camera, width, height, max_depth, first,
+                                                     jitter_pool[:, k:k + count], sun_pool[:, k:k + count])
+        return out.T.reshape(height, width, 3)
+
+    def _tile(self, camera: CameraPose, width: int, height: int, max_depth: int, first: int, jitter: np.ndarray,
+              sun: np.ndarray) -> np.ndarray:
+        rays = self._primary_rays(camera, width, height, jitter, first)
         color, mirror, albedo, normal, origin = _shade(rays, sun)
-        alive = np.arange(n)
+        alive = np.arange(jitter.shape[1])
         weight: np.ndarray | None = None
         for _ in range(max_depth - 1):
             bounce = mirror > 0
@@ -207,7 +239,7 @@ class CpuRenderer:
             rays = _Rays(origin[:, bounce], d - 2.0 * _dot(d, normal) * normal)
             contribution, mirror, albedo, normal, origin = _shade(rays, sun[:, alive])
             color[:, alive] += weight * contribution
-        return color.T.reshape(height, width, 3)
+        return color
 
 
 def _shade(rays: _Rays, sun: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -279,7 +311,9 @@ class CpuFrameSource(RenderLoop):
         renderer.reset_if_changed(view.camera, s)
         if renderer.samples >= self._max_samples and self._shown_version == view.version:
             return None
-        renderer.add_samples(view.camera, s, min(s.spp, self._max_samples - renderer.samples))
+        if not renderer.add_samples(view.camera, s, min(s.spp, self._max_samples - renderer.samples),
+                                    stop=lambda: self.stale(view)):
+            return None  # the state changed mid-frame: the loop renders the new one at once
         self._shown_version = view.version
         self._shown_denoise = s.denoise
         return renderer.image(s.denoise), {"samples": renderer.samples, "denoise": s.denoise,

@@ -26,5 +26,5 @@ def host_warning(host: str) -> str | None:
     """The warning printed for a bind address reachable from other machines, or None for a loopback one."""
     if is_loopback(host):
         return None
-    return (f"warning: serving on {host}: anyone who can reach this machine can watch the render and move the "
-            "camera (there is no authentication); bind 127.0.0.1 (the default) to keep it local")
+    return (f"warning: serving on {host}: other machines can reach the viewer, which answers only requests "
+            "carrying its token or naming an allowed host; bind 127.0.0.1 (the default) to keep it local")

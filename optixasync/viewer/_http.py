@@ -1,10 +1,12 @@
-"""The viewer's HTTP surface: fixed routes only, security headers, and the Host and Origin checks.
+"""The viewer's HTTP surface: fixed routes only, security headers, and the checks of :mod:`~optixasync.viewer._access`.
 
 The page and its three assets are read once from the package's ``static``
 folder by fixed names; no route takes a path parameter, so no request can
-name a file. On a loopback bind a request whose ``Host`` names another host is
-refused (DNS rebinding), and a WebSocket whose ``Origin`` is another site's is
-refused (a page elsewhere in the user's browser).
+name a file. A request with a malformed ``Host`` is answered 400; on a
+loopback bind one whose ``Host`` names another host is refused (DNS
+rebinding); beyond loopback the allow-list or the token decides; a WebSocket
+whose ``Origin`` is another site's is refused (a page elsewhere in the
+user's browser).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from ._hosts import is_loopback
+from ._access import PUBLIC_ROUTES, AccessPolicy, parse_host
 
 __all__ = ["SECURITY_HEADERS", "STATIC_FILES", "add_security_headers", "add_static_routes", "guard_middleware",
            "origin_allowed"]
@@ -52,16 +54,25 @@ def add_static_routes(app: web.Application) -> None:
         app.router.add_get(route, handler)
 
 
-def guard_middleware(bind_host: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """A middleware refusing methods other than GET/HEAD and, on a loopback bind, foreign Host headers."""
-    check_host = is_loopback(bind_host)  # the same test as the bind warning's: no address escapes both
+def guard_middleware(access: AccessPolicy | str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """A middleware answering 400 to a malformed Host, refusing other methods than GET/HEAD, hosts the policy
+    does not allow and, with a token, requests without it (the public stylesheet and script excepted).
+
+    ``access`` may be a bind address (its default policy).
+    """
+    policy = access if isinstance(access, AccessPolicy) else AccessPolicy.create(access)
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if check_host and not is_loopback(request.url.host or ""):  # a DNS-rebinding page names its own host
+        host = parse_host(request.headers.get("Host"))
+        if host is None:
+            return web.Response(status=400, text="bad Host header\n")
+        if not policy.host_allowed(host):  # a DNS-rebinding page names its own host
             return web.Response(status=403, text="forbidden host\n")
         if request.method not in ("GET", "HEAD"):
             return web.Response(status=405, text="method not allowed\n")
+        if request.path not in PUBLIC_ROUTES and not policy.token_ok(request.query.get("token")):
+            return web.Response(status=403, text="this viewer needs its token: open the URL it printed\n")
         return await handler(request)
 
     return guard
@@ -73,7 +84,7 @@ async def add_security_headers(request: web.Request, response: web.StreamRespons
         response.headers.setdefault(key, value)
 
 
-def origin_allowed(request: web.Request) -> bool:
-    """Whether a WebSocket request comes from the viewer's own page (or from a client sending no Origin)."""
-    origin = request.headers.get("Origin")
-    return origin is None or origin in (f"http://{request.host}", f"https://{request.host}")
+def origin_allowed(request: web.Request, access: AccessPolicy | None = None) -> bool:
+    """Whether a WebSocket request comes from the viewer's own page, an allowed host, or a client sending no Origin."""
+    policy = access if access is not None else AccessPolicy.create("127.0.0.1")
+    return policy.origin_allowed(request.headers.get("Origin"), request.headers.get("Host", ""))

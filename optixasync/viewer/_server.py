@@ -26,6 +26,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from ._access import AccessPolicy
 from ._encode import JpegEncoder
 from ._http import add_security_headers, add_static_routes, guard_middleware, origin_allowed
 from ._mailbox import FrameMailbox
@@ -51,8 +52,8 @@ class FrameServer:
         Camera and settings that input messages change.
     mailbox : FrameMailbox
         Where published frames wait.
-    host : str
-        Address the viewer binds (for the Host header check of loopback binds).
+    access : AccessPolicy
+        Who may connect: the Host and Origin checks and the token (see :mod:`~optixasync.viewer._access`).
     encoder : JpegEncoder
         How frames are compressed.
     encoders : int
@@ -65,11 +66,12 @@ class FrameServer:
         Handles the capture messages (``save``, ``record``, ``play``).
     """
 
-    def __init__(self, state: ViewerState, mailbox: FrameMailbox, host: str, encoder: JpegEncoder, encoders: int = 2,
-                 max_unacked: int = 2, max_fps: float | None = None, commands: CommandHandler | None = None) -> None:
+    def __init__(self, state: ViewerState, mailbox: FrameMailbox, access: AccessPolicy, encoder: JpegEncoder,
+                 encoders: int = 2, max_unacked: int = 2, max_fps: float | None = None,
+                 commands: CommandHandler | None = None) -> None:
         self.pump = FramePump(state, mailbox, encoder, encoders, max_unacked, max_fps, commands)
         self.state = state
-        self._bind_host = host
+        self._access = access
         self._connections = 0
         self._refused = 0
         self._runner: web.AppRunner | None = None
@@ -80,7 +82,7 @@ class FrameServer:
 
     def make_app(self) -> web.Application:
         """The aiohttp application: the fixed routes and the security checks."""
-        app = web.Application(middlewares=[guard_middleware(self._bind_host)])
+        app = web.Application(middlewares=[guard_middleware(self._access)])
         add_static_routes(app)
         app.router.add_get("/ws", self._websocket)
         app.router.add_get("/stats", self._stats)
@@ -121,7 +123,7 @@ class FrameServer:
         return web.json_response(self.stats())
 
     async def _websocket(self, request: web.Request) -> web.StreamResponse:
-        if not origin_allowed(request):  # another site's page in the user's browser
+        if not origin_allowed(request, self._access):  # another site's page in the user's browser
             self._refused += 1
             if self._refused <= _LOG_FIRST or self._refused % _LOG_EVERY == 0:
                 log.warning("viewer: refused a WebSocket from origin %.100s", request.headers.get("Origin"))

@@ -228,6 +228,12 @@ class RenderLoop(SourceThread):
         self.fps = 0.0
         self.error: BaseException | None = None
         self.last_state: ViewState | None = None
+        self._sink: FrameSink | None = None
+
+    def stale(self, view: ViewState) -> bool:
+        """Whether the viewer's state has moved past ``view`` (or the loop is stopping): a long frame may end early."""
+        sink = self._sink
+        return self._stop.is_set() or (sink is not None and sink.state.version != view.version)
 
     def render(self, view: ViewState) -> tuple[np.ndarray, dict[str, Any]] | None:
         """Render a frame for ``view``: ``(image, meta fields)`` (``samples`` at least), or None for no frame."""
@@ -236,6 +242,7 @@ class RenderLoop(SourceThread):
     def _run(self, sink: FrameSink) -> None:
         frame_id = 0
         last = time.perf_counter()
+        self._sink = sink
         try:
             while not self._stop.is_set():
                 view = sink.state.snapshot()

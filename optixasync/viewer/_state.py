@@ -20,13 +20,16 @@ from ._camera import CameraPose, OrbitCamera
 
 __all__ = ["LIMITS", "Settings", "ViewState", "ViewerState", "clamp_settings"]
 
-#: Inclusive ranges every setting is clamped to; ``pixels`` caps width * height (3840x2160).
+#: Inclusive ranges every setting is clamped to; ``pixels`` caps width * height (3840x2160) and ``samples``
+#: caps spp * width * height, the samples of one frame (four per pixel at the largest image), so that no
+#: settings message can ask a source for more work per frame than four samples of the largest image.
 LIMITS: dict[str, tuple[int, int]] = {
     "spp": (1, 256),
     "width": (16, 4096),
     "height": (16, 4096),
     "max_depth": (1, 64),
     "pixels": (256, 3840 * 2160),
+    "samples": (256, 4 * 3840 * 2160),
 }
 
 
@@ -69,6 +72,8 @@ def _clamp_int(name: str, value: Any) -> int:
 def clamp_settings(settings: Settings, changes: dict[str, Any]) -> Settings:
     """``settings`` with ``changes`` applied, each value checked and clamped to :data:`LIMITS`.
 
+    The size shrinks (aspect kept) to the ``pixels`` limit, then ``spp`` to the ``samples`` limit.
+
     Raises
     ------
     KeyError
@@ -92,6 +97,9 @@ def clamp_settings(settings: Settings, changes: dict[str, Any]) -> Settings:
         scale = math.sqrt(LIMITS["pixels"][1] / pixels)
         new = replace(new, width=max(LIMITS["width"][0], int(new.width * scale)),
                       height=max(LIMITS["height"][0], int(new.height * scale)))
+    most = max(1, LIMITS["samples"][1] // (new.width * new.height))  # samples of one frame
+    if new.spp > most:
+        new = replace(new, spp=most)
     return new
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ._access import AccessPolicy
 from ._camera import CameraPose, OrbitCamera
 from ._capture import Capture
 from ._encode import JpegEncoder
@@ -41,7 +42,16 @@ class Viewer:
         callback ``render(view) -> image`` or ``(image, meta fields)`` (wrapped in a
         :class:`CallbackFrameSource`), or None when the application calls :meth:`publish` itself.
     host : str
-        Address to bind; 127.0.0.1 by default. Any other than a loopback address logs a warning.
+        Address to bind; 127.0.0.1 by default. Bound beyond loopback (``0.0.0.0``, a LAN address) the
+        viewer needs ``allowed_hosts`` or a token, and logs how it is reached when it starts.
+    allowed_hosts : sequence of str, optional
+        Beyond loopback: the host names or addresses by which other machines reach the viewer; a request's
+        ``Host`` and a WebSocket's ``Origin`` must name one of them (or a loopback name).
+    token : str, bool or None
+        A token every request but the page's stylesheet and script must carry (``?token=...``, in
+        :attr:`url`), as Jupyter's: a string of at least 16 URL-safe characters, True for a random one,
+        False for none. None (the default): a random one exactly when the viewer is bound beyond
+        loopback without ``allowed_hosts``.
     port : int
         Port to bind; 0 picks a free one (see :attr:`url` after :meth:`start`).
     camera : OrbitCamera, CameraPose or None
@@ -76,7 +86,8 @@ class Viewer:
     def __init__(self, source: FrameSource | Callable[[ViewState], Any] | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, camera: OrbitCamera | CameraPose | None = None, settings: Settings | None = None,
                  quality: int = 80, encoders: int = 2, max_unacked: int = 2, max_fps: float | None = None,
-                 encoder_backend: str = "auto", directory: str | Path = ".") -> None:
+                 encoder_backend: str = "auto", directory: str | Path = ".", allowed_hosts: Any = None,
+                 token: str | bool | None = None) -> None:
         if source is not None and not isinstance(source, FrameSource):
             if not callable(source):
                 raise TypeError(f"source must be a FrameSource, a render callback or None, got {type(source).__name__}")
@@ -89,6 +100,7 @@ class Viewer:
         self._encoder = JpegEncoder(quality, encoder_backend)
         self.capture = Capture(self._state, self._mailbox, source, directory)
         self.host = host
+        self.access = AccessPolicy.create(host, allowed_hosts, token)
         self._port = int(port)
         self._options = {"encoders": encoders, "max_unacked": max_unacked, "max_fps": max_fps}
         self._server: Any = None
@@ -145,7 +157,8 @@ class Viewer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         # a wildcard bind is reached through the loopback address of its own family (an IPv6 socket is IPv6-only)
         host = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]"}.get(host, host)
-        return f"http://{host}:{self._port}/"
+        query = f"?token={self.access.token}" if self.access.token is not None else ""
+        return f"http://{host}:{self._port}/{query}"
 
     @property
     def running(self) -> bool:
@@ -168,10 +181,7 @@ class Viewer:
             from ._server import FrameServer
         except ImportError as exc:
             raise ImportError(f"the viewer needs aiohttp: pip install 'optixasync[viewer]' ({exc})") from exc
-        warning = host_warning(self.host)
-        if warning:
-            log.warning("%s", warning)
-        self._server = FrameServer(self._state, self._mailbox, self.host, self._encoder, **self._options,
+        self._server = FrameServer(self._state, self._mailbox, self.access, self._encoder, **self._options,
                                    commands=self.capture.handle)
         ready = threading.Event()
         failure: list[BaseException] = []
@@ -185,6 +195,9 @@ class Viewer:
             self._thread.join()
             self._stopped.set()
             raise failure[0]
+        notice = self.access.describe(self.url)  # beyond loopback: how it is reached, once the port is known
+        if notice:
+            log.warning("%s", notice)
         if self.source is not None:
             try:
                 self.source.start(self)

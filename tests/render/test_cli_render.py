@@ -532,7 +532,6 @@ def _textured_quad_glb(path: Path) -> Path:
 
 @pytest.mark.gpu
 def test_render_a_gltf_asset_with_an_environment(tmp_path):
-    pytest.importorskip("pygltflib", reason="reading glTF needs pygltflib (the gltf extra)")
     asset = _textured_quad_glb(tmp_path / "quad.glb")
     np.save(tmp_path / "sky.npy", np.ones((8, 16, 3), np.float32))
     result = run_render(["--scene", str(asset), "--env", str(tmp_path / "sky.npy"), "--width", "32", "--height", "32",

@@ -14,14 +14,10 @@ import pytest
 
 from optixasync.errors import MissingExtraError
 
-# The module itself, until the package exports it: Environment, load_environment and the RGBE reader.
-from optixasync.scene._environment import (
-    ENVIRONMENT_SUFFIXES,
-    LUMINANCE_WEIGHTS,
-    Environment,
-    load_environment,
-    read_rgbe,
-)
+# The modules themselves, until the package exports them: the luminance weights and the RGBE reader.
+from optixasync.scene import ENVIRONMENT_SUFFIXES, Environment, load_environment
+from optixasync.scene._environment import LUMINANCE_WEIGHTS
+from optixasync.scene._rgbe import read_rgbe
 
 
 def sky(height: int = 4, width: int = 8, seed: int = 0) -> np.ndarray:

@@ -64,7 +64,6 @@ def test_view_builds_the_scene_render_builds(monkeypatch, tmp_path):
     """``--scene`` and ``--env`` go through the same resolver as ``optixasync render``: the asset keeps its own
     materials and camera (it is not placed in the Cornell box) and the sky is the --env one."""
     pytest.importorskip("aiohttp")
-    pytest.importorskip("pygltflib")
     import optixasync.viewer
     from optixasync.scene import Camera, Material, Mesh, Scene
 
@@ -104,7 +103,8 @@ def test_a_bad_scene_file_is_bad_input(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv", [("--width", "0"), ("--port", "70000"), ("--encoders", "0"), ("--max-fps", "-1"),
-                                  ("--save-dir", "/no/such/folder")])
+                                  ("--save-dir", "/no/such/folder"), ("--token", "short"),
+                                  ("--host", "0.0.0.0", "--allow-host", "bad host")])
 def test_bad_arguments_exit_2(argv, capsys):
     assert _cli.run(parse("--cpu", *argv)) == 2
     assert capsys.readouterr().err.startswith("optixasync view: error:")

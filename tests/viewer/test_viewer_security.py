@@ -89,29 +89,37 @@ def test_the_default_bind_address_is_loopback_and_logs_no_warning(caplog):
     assert not [r for r in caplog.records if "warning: serving" in r.getMessage()]
 
 
-def test_every_loopback_spelling_keeps_the_host_check():
-    """The bind warning and the Host check use one test: an address that gets no warning gets the check."""
+class FakeRequest:
+    """What the guard middleware reads of a request: the Host header, the method, the path and the query."""
+
+    method = "GET"
+    path = "/"
+
+    def __init__(self, host, query=None):
+        self.headers = {} if host is None else {"Host": host}
+        self.query = query or {}
+
+
+async def guarded_status(access, host, query=None):
     from optixasync.viewer._http import guard_middleware
 
     async def handler(request):
         return aiohttp.web.Response(text="ok")
 
-    class Request:
-        method = "GET"
+    return (await guard_middleware(access)(FakeRequest(host, query), handler)).status
 
-        def __init__(self, host):
-            self.url = type("Url", (), {"host": host})()
 
-    async def status(bind, host):
-        return (await guard_middleware(bind)(Request(host), handler)).status
-
+def test_every_loopback_spelling_keeps_the_host_check():
+    """The bind warning and the Host check use one test: an address that gets no warning gets the check."""
     for bind in ("127.0.0.1", "::1", "0:0:0:0:0:0:0:1", "localhost", "127.0.0.2"):
         assert host_warning(bind) is None
-        assert asyncio.run(status(bind, "evil.example")) == 403, bind
-        assert asyncio.run(status(bind, None)) == 403, bind
-        for own in ("127.0.0.1", "localhost", "::1"):
-            assert asyncio.run(status(bind, own)) == 200, (bind, own)
-    assert asyncio.run(status("0.0.0.0", "evil.example")) == 200  # a public bind: warned about, not host-checked
+        assert asyncio.run(guarded_status(bind, "evil.example")) == 403, bind
+        assert asyncio.run(guarded_status(bind, None)) == 400, bind  # no Host at all: malformed
+        for own in ("127.0.0.1", "localhost", "[::1]", "127.0.0.1:8765"):
+            assert asyncio.run(guarded_status(bind, own)) == 200, (bind, own)
+    # a public bind is warned about and, with neither allowed hosts nor a token given, gets a token
+    assert "warning" in host_warning("0.0.0.0")
+    assert asyncio.run(guarded_status("0.0.0.0", "evil.example")) == 403
 
 
 def test_the_url_of_a_wildcard_bind_uses_its_own_family():

@@ -12,7 +12,9 @@
     start(handlers) {
       const connect = () => {
         const scheme = location.protocol === "https:" ? "wss" : "ws";
-        const socket = new WebSocket(`${scheme}://${location.host}/ws`);
+        const token = new URLSearchParams(location.search).get("token");  // a viewer beyond loopback needs it
+        const query = token ? `?token=${encodeURIComponent(token)}` : "";
+        const socket = new WebSocket(`${scheme}://${location.host}/ws${query}`);
         ws = socket;
         socket.binaryType = "arraybuffer";
         socket.onopen = () => handlers.open();
