@@ -47,7 +47,8 @@ def doctor(out: Callable[[str], None] = print) -> int:
     """Print what optixasync finds on this machine; return the exit status (0 usable, 1 not)."""
     from . import _driver
     from ._config import cache_dir
-    from ._optix._loader import ABI_OPTIX_VERSIONS, ABI_TABLE_SIZES, load_library, probe_abi
+    from ._optix._abi import ABI_OPTIX_VERSIONS, SUPPORTED_ABIS
+    from ._optix._loader import probe_abi
     from ._version import __version__
     from .errors import OptixAsyncError
     from .program import nvrtc_version
@@ -71,8 +72,8 @@ def doctor(out: Callable[[str], None] = print) -> int:
         major, minor = gpu.compute_capability
         out(f"GPU {gpu.index:<16}: {gpu.name} (sm_{major}{minor}), {_format_bytes(gpu.memory_bytes)}")
     try:
-        lib = load_library()
-        answers = {abi: probe_abi(lib, abi) for abi in ABI_TABLE_SIZES}  # each ABI asked once
+        lib = _driver.load_optix_library()
+        answers = {abi: probe_abi(lib, abi) for abi in sorted(SUPPORTED_ABIS)}  # each ABI asked once
     except OptixAsyncError as exc:
         out(f"OptiX               : {exc}")
         return EXIT_UNAVAILABLE

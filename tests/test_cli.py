@@ -79,10 +79,10 @@ def test_doctor_with_an_unknown_cuda_version_recommends_no_extra(a_driver, monke
 
 def test_doctor_asks_the_driver_about_each_abi_once(a_driver, monkeypatch):
     from optixasync import program
-    from optixasync._optix import _loader
+    from optixasync._optix import ABI_TABLES, _loader
 
     asked: list[int] = []
-    monkeypatch.setattr(_loader, "load_library", lambda: object())
+    monkeypatch.setattr(_driver, "load_optix_library", lambda: object())
     monkeypatch.setattr(_loader, "probe_abi", lambda lib, abi: asked.append(abi) or (0 if abi in (87, 93) else 7801))
 
     def no_nvrtc():
@@ -91,7 +91,7 @@ def test_doctor_asks_the_driver_about_each_abi_once(a_driver, monkeypatch):
     monkeypatch.setattr(program, "nvrtc_version", no_nvrtc)
     lines: list[str] = []
     assert cli.doctor(out=lines.append) == 1
-    assert sorted(asked) == sorted(_loader.ABI_TABLE_SIZES)
+    assert sorted(asked) == sorted(ABI_TABLES)
     assert "OptiX ABIs accepted : 87 (OptiX 8.0), 93 (OptiX 8.1); refused: 105, 118" in lines
 
 
@@ -102,7 +102,7 @@ def test_doctor_reports_a_library_without_the_entry_point(a_driver, monkeypatch)
     def no_entry(lib, abi):
         raise DriverNotFoundError("libnvoptix.so.1 has no optixQueryFunctionTable entry point")
 
-    monkeypatch.setattr(_loader, "load_library", lambda: object())
+    monkeypatch.setattr(_driver, "load_optix_library", lambda: object())
     monkeypatch.setattr(_loader, "probe_abi", no_entry)
     lines: list[str] = []
     assert cli.doctor(out=lines.append) == 1
