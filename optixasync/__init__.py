@@ -18,7 +18,21 @@ from __future__ import annotations
 from ._optix._types import BuildFlags, ExceptionFlags, PrimitiveTypeFlags, RayFlags, TraversableGraphFlags
 from ._structs import struct_dtype
 from ._version import __version__
-from .accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, RayCaster, TriangleInput
+from .accel import (
+    AccelOptions,
+    CurveInput,
+    CustomInput,
+    GeometryAccel,
+    Instance,
+    InstanceAccel,
+    MatrixMotionTransform,
+    MotionOptions,
+    RayCaster,
+    SphereInput,
+    SRTMotionTransform,
+    TriangleInput,
+    srt_key,
+)
 from .cuda import Context
 from .errors import (
     CudaError,
@@ -31,6 +45,7 @@ from .errors import (
     ResultsOverflowError,
 )
 from .program import (
+    BuiltinModule,
     CompileOptions,
     Module,
     ModuleOptions,
@@ -46,9 +61,12 @@ from .scheduler import Frame, FrameHandle, FrameResult, FrameScheduler, Schedule
 __all__ = [
     "AccelOptions",
     "BuildFlags",
+    "BuiltinModule",
     "CompileOptions",
     "Context",
     "CudaError",
+    "CurveInput",
+    "CustomInput",
     "DriverNotFoundError",
     "ExceptionFlags",
     "Frame",
@@ -59,9 +77,11 @@ __all__ = [
     "GeometryAccel",
     "Instance",
     "InstanceAccel",
+    "MatrixMotionTransform",
     "MissingExtraError",
     "Module",
     "ModuleOptions",
+    "MotionOptions",
     "NvrtcError",
     "OptixAsyncError",
     "OptixError",
@@ -72,12 +92,15 @@ __all__ = [
     "RayCaster",
     "RayFlags",
     "ResultsOverflowError",
+    "SRTMotionTransform",
     "SchedulerOptions",
     "ShaderBindingTable",
+    "SphereInput",
     "TraversableGraphFlags",
     "TriangleInput",
     "clear_cache",
     "record_dtype",
+    "srt_key",
     "struct_dtype",
     "__version__",
 ]
