@@ -236,3 +236,13 @@ def test_affine_inverse_composition_and_normals(host_math):
     out = np.zeros(3, np.float32)
     host_math.normal(inverse, n, out)
     assert np.allclose(out, np.linalg.inv(a[:, :3].astype(float)).T @ n, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["model_gpu.cu", "payload_types.cu"])
+def test_the_gpu_test_programs_compile(name):
+    """The programs of test_programming_model_gpu.py compile on the CPU, so a GPU run fails only on the GPU's part."""
+    source = (KERNELS / name).read_text()
+    ptx = compile_ptx(source, name)
+    declared = set(re.findall(r"OA_PROGRAM\s+(__\w+)\s*\(", source))
+    assert declared and declared <= set(_ENTRY_RE.findall(ptx))
+    assert set(re.findall(r"OA_CALLABLE\(\w+\)\s+(__\w+)\s*\(", source)) == set(_CALLABLE_RE.findall(ptx))
