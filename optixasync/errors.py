@@ -5,11 +5,22 @@ carrying the numeric status, its symbolic name and any log text the library
 returned, plus the package's own conditions (a missing driver, a missing
 optional package, an aborted frame, a full result queue). All of them
 pickle, so they survive ``concurrent.futures`` process pools.
+
+The command line, the examples and the benchmarks turn exceptions into exit
+statuses by one rule, :func:`exit_status`: 0 done, 1 this machine cannot do
+it (no driver, no GPU, a missing extra, a GPU failure), 2 bad input, 130
+interrupted.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_UNAVAILABLE",
+    "exit_status",
+    "one_line",
     "OptixAsyncError",
     "OptixError",
     "CudaError",
@@ -143,3 +154,48 @@ class CudaError(_StatusError):
 
 class NvrtcError(_StatusError):
     """NVRTC failed to compile a kernel; ``log`` holds the compiler output."""
+
+
+#: Exit status: done.
+EXIT_OK = 0
+#: Exit status: this machine cannot do it (no driver, no GPU, a missing extra, a CUDA, OptiX or NVRTC failure).
+EXIT_UNAVAILABLE = 1
+#: Exit status: bad input (arguments, files, scenes).
+EXIT_BAD_INPUT = 2
+#: Exit status after Ctrl-C (or SIGTERM where a command turns it into one).
+EXIT_INTERRUPTED = 130
+
+
+def exit_status(exc: BaseException) -> int | None:
+    """The exit status ``exc`` stands for on the command line, or None for a bug (its traceback is kept).
+
+    * :data:`EXIT_INTERRUPTED`: ``KeyboardInterrupt``;
+    * :data:`EXIT_UNAVAILABLE`: :class:`MissingExtraError`, :class:`DriverNotFoundError`, a
+      ``ModuleNotFoundError`` of a package outside optixasync (an optional package that is not installed),
+      and the other :class:`OptixAsyncError` (CUDA, OptiX and NVRTC failures);
+    * :data:`EXIT_BAD_INPUT`: ``ValueError``, ``TypeError`` and ``OSError`` (a file that cannot be read or
+      written), the library's checks of what it was asked, raised before any GPU work.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, (MissingExtraError, DriverNotFoundError)):
+        return EXIT_UNAVAILABLE
+    if isinstance(exc, ModuleNotFoundError):
+        return EXIT_UNAVAILABLE if (exc.name or "optixasync").split(".")[0] != "optixasync" else None
+    if isinstance(exc, (ValueError, TypeError, OSError)):
+        return EXIT_BAD_INPUT
+    if isinstance(exc, OptixAsyncError):
+        return EXIT_UNAVAILABLE
+    return None
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its type's name for an empty one); GPU failures keep their type."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name and not isinstance(exc, MissingExtraError):
+        package = exc.name.split(".")[0]
+        return f"needs the '{package}' package, which is not installed: pip install {package}"
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    if isinstance(exc, _StatusError):
+        return f"{type(exc).__name__}: {text}"
+    return text

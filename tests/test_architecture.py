@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "optixasync"
 
 #: The layers, bottom first, and the top-level names of ``optixasync`` in each.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("errors", "_config", "validation", "_structs", "_version")),
+    ("base", ("errors", "_exit", "_config", "validation", "_structs", "_version")),
     ("binding", ("_optix", "_driver")),
     ("cuda", ("cuda",)),
     ("program", ("program",)),
@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("denoise", ("denoise",)),
     ("viewer", ("viewer",)),
     ("multi", ("multi",)),
-    ("top", ("testing", "cli", "_render_cli", "_render_multi", "__main__", "__init__")),
+    ("top", ("testing", "cli", "__main__", "__init__")),
 ]
 #: Packages beside the stack, and the highest layer each may import.
 BESIDE: dict[str, str] = {"diagnostics": "cuda"}

@@ -12,6 +12,7 @@ import pytest
 # The driver probe (optixasync._driver) has no public door; doctor reads it, and the in-process test below
 # makes it report a machine without a driver.
 from optixasync import __version__, _driver, cli
+from optixasync.cli._doctor import doctor
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,20 +38,18 @@ def test_doctor_without_a_driver():
     result = run_doctor(timeout=120)
     assert "Traceback" not in result.stdout + result.stderr, result.stderr
     assert result.returncode == 1, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    # doctor always names its version first; the problem itself is one line.
-    assert len(lines) == 2, result.stdout
-    assert lines[0] == VERSION_LINE
-    assert lines[1].startswith("optixasync doctor:")
-    assert "driver" in lines[1]
-    assert lines[1] == f"optixasync doctor: {_driver.no_driver_message()}"
+    # doctor always names its version first (its report, on stdout); the problem is one line on stderr.
+    assert result.stdout.splitlines() == [VERSION_LINE], result.stdout
+    assert result.stderr.splitlines() == [f"optixasync doctor: error: {_driver.no_driver_message()}"], result.stderr
 
 
 def test_doctor_reports_a_missing_driver_in_process(monkeypatch):
     monkeypatch.setattr(_driver, "load_cuda_library", lambda: None)
     lines: list[str] = []
-    assert cli.doctor(out=lines.append) == 1
-    assert lines == [VERSION_LINE, f"optixasync doctor: {_driver.no_driver_message()}"]
+    errors: list[str] = []
+    assert doctor(out=lines.append, err=errors.append) == 1
+    assert lines == [VERSION_LINE]
+    assert errors == [f"optixasync doctor: error: {_driver.no_driver_message()}"]
 
 
 @pytest.fixture
@@ -65,7 +64,7 @@ def a_driver(monkeypatch):
 def test_doctor_names_the_extra_of_the_driver_cuda_version(a_driver, monkeypatch):
     monkeypatch.setattr(_driver, "devices", lambda: [])  # stop after the driver line
     lines: list[str] = []
-    assert cli.doctor(out=lines.append) == 1
+    assert doctor(out=lines.append, err=lines.append) == 1
     assert lines[1] == "driver              : 550.54, CUDA 12.4 -> install optixasync[cuda12]"
 
 
@@ -73,7 +72,7 @@ def test_doctor_with_an_unknown_cuda_version_recommends_no_extra(a_driver, monke
     monkeypatch.setattr(_driver, "driver_cuda_version", lambda: None)
     monkeypatch.setattr(_driver, "devices", lambda: [])
     lines: list[str] = []
-    assert cli.doctor(out=lines.append) == 1
+    assert doctor(out=lines.append, err=lines.append) == 1
     assert lines[1] == "driver              : 550.54, CUDA unknown"
 
 
@@ -90,7 +89,7 @@ def test_doctor_asks_the_driver_about_each_abi_once(a_driver, monkeypatch):
 
     monkeypatch.setattr(program, "nvrtc_version", no_nvrtc)
     lines: list[str] = []
-    assert cli.doctor(out=lines.append) == 1
+    assert doctor(out=lines.append, err=lines.append) == 1
     assert sorted(asked) == sorted(ABI_TABLES)
     assert "OptiX ABIs accepted : 87 (OptiX 8.0), 93 (OptiX 8.1); refused: 105, 118" in lines
 
@@ -105,8 +104,8 @@ def test_doctor_reports_a_library_without_the_entry_point(a_driver, monkeypatch)
     monkeypatch.setattr(_driver, "load_optix_library", lambda: object())
     monkeypatch.setattr(_loader, "probe_abi", no_entry)
     lines: list[str] = []
-    assert cli.doctor(out=lines.append) == 1
-    assert lines[-1] == "OptiX               : libnvoptix.so.1 has no optixQueryFunctionTable entry point"
+    assert doctor(out=lines.append, err=lines.append) == 1
+    assert lines[-1] == "optixasync doctor: error: OptiX: libnvoptix.so.1 has no optixQueryFunctionTable entry point"
 
 
 def test_a_subcommand_whose_dependency_is_not_installed_is_left_out(monkeypatch, capsys):

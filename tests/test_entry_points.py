@@ -105,7 +105,7 @@ def test_script_without_a_gpu_prints_the_reason_in_one_line(runs, script):
     result = runs[script]
     line = one_line(result)
     assert result.returncode == cli.EXIT_UNAVAILABLE, line
-    assert line == f"{Path(script).name}: {REASON}"
+    assert line == f"{Path(script).name}: error: {REASON}"
     if NO_DRIVER:
         assert "no NVIDIA driver" in line and _driver.CUDA_LIBRARY in line
 
@@ -119,7 +119,7 @@ def test_path_tracer_example_answers_as_optixasync_render(runs):
     assert line == one_line(runs["render"])
     assert line.startswith("optixasync render: error: ")
     if NO_DRIVER:
-        assert line.endswith(f"DriverNotFoundError: {REASON}")
+        assert line == f"optixasync render: error: {REASON}"
 
 
 # -- the CLI ----------------------------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def test_doctor_gives_the_same_reason(runs):
     assert "Traceback" not in result.stdout + result.stderr, result.stderr
     assert result.returncode == cli.EXIT_UNAVAILABLE, result.stdout + result.stderr
     if NO_DRIVER or REASON.startswith("no CUDA device"):  # doctor's own lines for these two conditions
-        assert f"optixasync doctor: {REASON}" in result.stdout.splitlines(), result.stdout
+        assert result.stderr.splitlines() == [f"optixasync doctor: error: {REASON}"], result.stderr
 
 
 @cannot_run_here
@@ -140,7 +140,7 @@ def test_render_gives_the_same_reason(runs):
     line = one_line(result)
     assert result.returncode == cli.EXIT_UNAVAILABLE, line
     if NO_DRIVER:
-        assert line == f"optixasync render: error: DriverNotFoundError: {REASON}"
+        assert line == f"optixasync render: error: {REASON}"
 
 
 @cannot_run_here
@@ -157,7 +157,8 @@ def test_syncwatch_refuses_python_c_as_bad_input(runs):
     result = runs["syncwatch-python-c"]
     line = one_line(result)
     assert result.returncode == cli.EXIT_BAD_INPUT, line
-    assert line == "optixasync syncwatch: unsupported interpreter option '-c': only a script path or -m module can be run"
+    assert line == ("optixasync syncwatch: error: unsupported interpreter option '-c': only a script path or -m module "
+                    "can be run")
 
 
 @cannot_run_here
@@ -186,7 +187,7 @@ def test_bench_startup_child_fails_with_one_line_and_the_parent_forwards_it(tmp_
     line = one_line(child)
     assert child.returncode == cli.EXIT_UNAVAILABLE
     if NO_DRIVER:
-        assert line == f"bench_startup.py: {REASON}"
+        assert line == f"bench_startup.py: error: {REASON}"
     parent = subprocess.run(  # the parent's own probe skipped: its run_child meets the failing child
         [sys.executable, "-c", f"import runpy; runpy.run_path({str(script)!r})['run_child']({str(tmp_path)!r})"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
@@ -206,17 +207,18 @@ def _raise(exc: BaseException):
 
 @pytest.mark.skipif(sys.flags.dev_mode, reason="python -X dev shows these tracebacks on purpose")
 @pytest.mark.parametrize("exc, status, text", [
-    (DriverNotFoundError(_driver.no_driver_message()), 1, f"prog: {_driver.no_driver_message()}"),
+    (DriverNotFoundError(_driver.no_driver_message()), 1, f"prog: error: {_driver.no_driver_message()}"),
     (MissingExtraError("loading mesh files", "trimesh", "mesh"), 1,
-     "prog: loading mesh files needs the 'trimesh' package, which is not installed: "
+     "prog: error: loading mesh files needs the 'trimesh' package, which is not installed: "
      "pip install 'optixasync[mesh]' (or pip install trimesh)"),
     (CudaError(2, "cudaErrorMemoryAllocation", "out of memory\nsecond line"), 1,
-     "prog: CudaError: cudaErrorMemoryAllocation: out of memory"),
+     "prog: error: CudaError: cudaErrorMemoryAllocation: out of memory"),
     (ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib"), 1,
-     "prog: needs the 'matplotlib' package, which is not installed: pip install matplotlib"),
-    (ValueError("--cells must be positive"), 2, "prog: error: ValueError: --cells must be positive"),
-    (TypeError("width must be an integer"), 2, "prog: error: TypeError: width must be an integer"),
-    (KeyboardInterrupt(), 130, "prog: interrupted"),
+     "prog: error: needs the 'matplotlib' package, which is not installed: pip install matplotlib"),
+    (ValueError("--cells must be positive"), 2, "prog: error: --cells must be positive"),
+    (TypeError("width must be an integer"), 2, "prog: error: width must be an integer"),
+    (OSError(28, "No space left on device"), 2, "prog: error: [Errno 28] No space left on device"),
+    (KeyboardInterrupt(), 130, "prog: error: interrupted"),
 ])
 def test_call_main_turns_each_condition_into_one_line_and_its_status(capsys, exc, status, text):
     assert _entry.call_main(_raise(exc), "prog") == status
@@ -246,17 +248,17 @@ def test_require_gpu_prints_the_probes_reason_or_nothing(monkeypatch, capsys):
     with pytest.raises(SystemExit) as info:
         require_gpu("prog")
     assert info.value.code == cli.EXIT_UNAVAILABLE
-    assert capsys.readouterr().err == "prog: no CUDA device: the reason\n"
+    assert capsys.readouterr().err == "prog: error: no CUDA device: the reason\n"
     monkeypatch.setattr(_driver, "unavailable_reason", lambda: None)
     require_gpu("prog")  # a usable machine: nothing printed, no exit
     assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("code, stderr, status, line", [
-    (2, "prog: error: ValueError: bad\n", 2, "prog: error: ValueError: bad"),  # the child named us: as it is
+    (2, "prog: error: bad\n", 2, "prog: error: bad"),  # the child named us: as it is
     (1, "Traceback (most recent call last):\n  ...\nRuntimeError: boom\n", 1,
-     "prog: child process failed (exit status 1): RuntimeError: boom"),
-    (7, "", 1, "prog: child process failed (exit status 7): exit status 7, nothing on stderr"),
+     "prog: error: child process failed (exit status 1): RuntimeError: boom"),
+    (7, "", 1, "prog: error: child process failed (exit status 7): exit status 7, nothing on stderr"),
 ])
 def test_child_output_exits_with_the_childs_line(capsys, code, stderr, status, line):
     command = [sys.executable, "-c", f"import sys; sys.stderr.write({stderr!r}); sys.exit({code})"]

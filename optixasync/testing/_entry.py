@@ -2,9 +2,9 @@
 
 A script calls :func:`require_gpu` once its arguments are parsed, and runs
 its ``main`` through :func:`run_main`. Where the machine cannot run it, it
-prints one line on stderr, ``<script>: <reason>``, and exits with the status
+prints one line on stderr, ``<script>: error: <reason>``, and exits with the status
 the ``optixasync`` command gives for the same condition (see
-:mod:`optixasync.cli`):
+:func:`optixasync.errors.exit_status`):
 
 * 0 done;
 * 1 the machine cannot run it: no driver, no GPU, no OptiX library, a
@@ -32,18 +32,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-# Nothing else at import time (not even the CLI module, for its argparse): the scripts' children time
+# Nothing else at import time (not even the CLI package, for its argparse): the scripts' children time
 # ``import optixasync.testing``.
+from .._exit import fail, run_command
+from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_UNAVAILABLE
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_UNAVAILABLE", "call_main", "child_output", "require_gpu",
            "run_main", "script_name"]
-
-#: Exit status when the machine cannot run the script (``optixasync.cli.EXIT_UNAVAILABLE``).
-EXIT_UNAVAILABLE = 1
-#: Exit status for bad input (``optixasync.cli.EXIT_BAD_INPUT``).
-EXIT_BAD_INPUT = 2
-#: Exit status after Ctrl-C (as ``optixasync render`` gives).
-EXIT_INTERRUPTED = 130
 
 
 def script_name() -> str:
@@ -53,8 +48,7 @@ def script_name() -> str:
 
 
 def _say(prog: str | None, message: str) -> None:
-    lines = str(message).strip().splitlines()
-    print(f"{prog or script_name()}: {lines[0] if lines else message}", file=sys.stderr, flush=True)
+    fail(prog or script_name(), message)
 
 
 def require_gpu(prog: str | None = None) -> None:
@@ -73,34 +67,12 @@ def require_gpu(prog: str | None = None) -> None:
 
 
 def call_main(main: Callable[[], int | None], prog: str | None = None) -> int:
-    """Run ``main()`` and return the exit status, printing one line for the conditions of the module docstring."""
-    from ..errors import DriverNotFoundError, MissingExtraError, OptixAsyncError
+    """Run ``main()`` and return the exit status, printing one line for the conditions of the module docstring.
 
-    try:
-        return int(main() or 0)
-    except KeyboardInterrupt:
-        _say(prog, "interrupted")
-        return EXIT_INTERRUPTED
-    except (DriverNotFoundError, MissingExtraError) as exc:  # their messages say what to install
-        if sys.flags.dev_mode:
-            raise
-        _say(prog, str(exc))
-        return EXIT_UNAVAILABLE
-    except OptixAsyncError as exc:  # CUDA, OptiX or NVRTC failed: the machine cannot run it
-        if sys.flags.dev_mode:
-            raise
-        _say(prog, f"{type(exc).__name__}: {exc}")
-        return EXIT_UNAVAILABLE
-    except ModuleNotFoundError as exc:
-        if sys.flags.dev_mode or (exc.name or "").split(".")[0] in ("", "optixasync"):
-            raise  # a broken installation, not a missing optional package
-        _say(prog, f"needs the '{exc.name}' package, which is not installed: pip install {exc.name.split('.')[0]}")
-        return EXIT_UNAVAILABLE
-    except (ValueError, TypeError) as exc:  # the library's checks of what the arguments asked for
-        if sys.flags.dev_mode:
-            raise
-        _say(prog, f"error: {type(exc).__name__}: {exc}")
-        return EXIT_BAD_INPUT
+    The command line's ladder (:func:`optixasync._exit.run_command`): other exceptions are bugs and keep
+    their traceback, as do all of them under ``python -X dev``.
+    """
+    return run_command(prog or script_name(), main)
 
 
 def run_main(main: Callable[[], int | None], prog: str | None = None) -> NoReturn:

@@ -9,8 +9,9 @@ A renderer plugs in as a :class:`FrameSource`: its render loop runs on a
 thread it owns, reads ``sink.state.snapshot()`` every frame and hands each
 finished image to ``sink.publish(image, meta)``, which is O(1), never blocks
 and keeps only the newest frame. The threading contract is in
-:mod:`optixasync.viewer._source`; :class:`CpuFrameSource` is a NumPy source
-(no GPU) and :class:`CallbackFrameSource` wraps a render callback.
+:mod:`optixasync.viewer._source`; :class:`PathTracerSource` path-traces a
+scene on the GPU, :class:`CpuFrameSource` is a NumPy source (no GPU) and
+:class:`CallbackFrameSource` wraps a render callback.
 
 Importing this package needs only NumPy; :meth:`Viewer.start` and
 :class:`ProtocolClient` need aiohttp (``pip install 'optixasync[viewer]'``).
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ._camera import KEYS, CameraPose, OrbitCamera
 from ._cpu import CpuFrameSource, CpuRenderer
 from ._encode import JpegEncoder
+from ._gpu import PathTracerSource
 from ._scene import pose_from_scene_camera, to_scene_camera
 from ._source import CallbackFrameSource, FrameMeta, FrameSink, FrameSource, NullSink, RenderLoop
 from ._state import LIMITS, Settings, ViewerState, ViewState
@@ -51,6 +53,7 @@ __all__ = [
     "JpegEncoder",
     "NullSink",
     "OrbitCamera",
+    "PathTracerSource",
     "ProtocolClient",
     "ReceivedFrame",
     "RenderLoop",

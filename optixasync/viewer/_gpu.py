@@ -30,7 +30,6 @@ Blocking calls
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import time
@@ -40,7 +39,7 @@ from ._scene import pose_from_scene_camera, to_scene_camera
 from ._source import FrameMeta, FrameSink, SourceThread
 from ._state import Settings, ViewState
 
-__all__ = ["PathTracerSource", "make_gpu_source"]
+__all__ = ["PathTracerSource"]
 
 _log = logging.getLogger("optixasync.viewer")
 #: Samples per pixel after which a still image is left as it is (the loop sleeps until something changes).
@@ -198,21 +197,3 @@ class PathTracerSource(SourceThread):
             self.published += 1
 
         f.handle.add_done_callback(deliver)
-
-
-def make_gpu_source(args: argparse.Namespace) -> PathTracerSource:
-    """The source of ``optixasync view``: the Cornell box, or ``args.scene`` placed in it, path-traced.
-
-    Raises
-    ------
-    ValueError
-        For an environment map (the path tracer has no environment light yet) or a bad scene file.
-    OptixAsyncError
-        When the GPU, the driver or an extra is missing.
-    """
-    from optixasync.scene import cornell_box, load_into_cornell_box
-
-    if getattr(args, "env", None):
-        raise ValueError("--env: the path tracer has no environment light yet")
-    scene = load_into_cornell_box(args.scene) if args.scene else cornell_box()
-    return PathTracerSource(scene, width=args.width or 960, height=args.height or 540)

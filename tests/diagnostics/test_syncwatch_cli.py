@@ -14,11 +14,11 @@ import _syncwatch_fakelib as fakelib
 import pytest
 
 from optixasync import cli
+from optixasync.cli._syncwatch import Target, TargetError, parse_target
 
 # Private on purpose: CUPTI is swapped for the stand-in through the watch's loader, and the command line's target
 # parsing (script, -m module, argv) is pure logic whose parts no public call returns.
 from optixasync.diagnostics import _syncwatch as sw
-from optixasync.diagnostics._cli import Target, TargetError, parse_target
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAKELIB = os.path.abspath(fakelib.__file__)

@@ -19,7 +19,9 @@ from optixasync import cli
 
 # The command's own pieces (its plan, argument parser, stats line, camera swing) are pure logic with no public door
 # beyond running the command, which these tests also do.
-from optixasync._render_cli import RenderPlan, add_arguments, format_stats, plan_from_args
+from optixasync.cli._render import RenderPlan, add_arguments, plan_from_args
+from optixasync.cli._render_gpu import format_stats
+from optixasync.cli._scene import SceneChoice
 from optixasync.multi import swing_camera
 from optixasync.scheduler import FrameStats, SchedulerStats
 
@@ -71,6 +73,8 @@ def mesh_files(tmp_path) -> dict[str, Path]:
     files["badglb"] = tmp_path / "badglb.glb"
     files["badglb"].write_bytes(b"glTF\x02\x00\x00\x00truncated")
     files["quadglb"] = _textured_quad_glb(tmp_path / "quad.glb")
+    files["folder"] = tmp_path / "a_folder.png"
+    files["folder"].mkdir()
     return files
 
 
@@ -102,7 +106,7 @@ BAD_INPUT = [
     (["--scene", "nonexistent"], "unknown scene 'nonexistent'"),
     (["--scene", "{tmp}/missing.obj"], "mesh file not found"),
     (["--scene", "{fbx}"], "unsupported mesh format '.fbx'"),
-    (["--scene", "{empty}"], "contains no triangles"),
+    (["--scene", "{empty}"], "contains no faces"),
     (["--out", "image.jpg"], "unsupported image format '.jpg'"),
     (["--out", "image"], "unsupported image format 'no suffix'"),
     (["--width", "0"], "--width must be a positive integer, got 0"),
@@ -115,10 +119,15 @@ BAD_INPUT = [
     (["--progressive", "3", "--out", "still.exr"], "use .png"),
     (["--frames", "3", "--progressive", "3"], "exclude each other"),
     (["--frames-in-flight", "0", "--frames", "2"], "--frames-in-flight must be a positive integer"),
-    (["--scene", "cloth", "--cells", "0"], "--cells must be a positive integer"),
+    (["--scene", "cloth", "--cells", "0"], "--cells must be in 1..4096, got 0"),
+    (["--scene", "cloth", "--cells", "46339"], "--cells must be in 1..4096, got 46339"),
+    (["--out", "{tmp}/no/such/folder/x.png"], "does not exist"),
+    (["--out", "{tmp}"], "unsupported image format"),
+    (["--out", "{tmp}/a_folder.png"], "is a folder, not a file"),
     (["--dt", "nan", "--frames", "2"], "--dt must be a positive number"),
     (["--env", "{tmp}/sky.hdr"], "--env: no such file"),
     (["--env", "1,2"], "is neither an image (.hdr, .rgbe, .exr, .npy) nor a radiance R,G,B"),
+    (["--env", "=-1,0,0"], "nor a radiance R,G,B of numbers >= 0"),
     (["--env-scale", "-1"], "--env-scale must be a finite number > 0"),
     (["--env-scale", "0"], "--env-scale must be a finite number > 0"),
     (["--env", "{badsky}"], "sky.png' is neither an image"),
@@ -176,25 +185,29 @@ def test_non_integer_size_is_an_argparse_error(capsys):
 
 def test_default_plan_is_the_cornell_box_still():
     plan = plan_from_args(parse([]))
-    assert plan == RenderPlan(scene="cornell_box", mesh_path=None, mode="still", out=Path("cornell_box.png"), count=0,
-                              width=512, height=512, spp=256, max_depth=8, samples_per_launch=0, seed=0, cells=708,
-                              frames_in_flight=2, spp_per_frame=16, dt=1 / 30, quiet=False)
+    assert plan == RenderPlan(scene=SceneChoice("cornell_box", None, "cornell_box"), mode="still",
+                              out=Path("cornell_box.png"), count=0, width=512, height=512, spp=256, max_depth=8,
+                              samples_per_launch=0, seed=0, frames_in_flight=2, spp_per_frame=16, dt=1 / 30,
+                              quiet=False)
 
 
 def test_frames_plan_defaults_to_the_cloth():
     plan = plan_from_args(parse(["--frames", "10"]))
-    assert (plan.mode, plan.scene, plan.count, plan.out) == ("frames", "cloth", 10, Path("out.png"))
+    assert (plan.mode, plan.scene.kind, plan.count, plan.out) == ("frames", "cloth", 10, Path("out.png"))
     assert (plan.frames_in_flight, plan.spp_per_frame) == (2, 16)
     plan = plan_from_args(parse(["--frames", "4", "--scene", "cornell_box", "--frames-in-flight", "3"]))
-    assert (plan.scene, plan.frames_in_flight) == ("cornell_box", 3)
+    assert (plan.scene.kind, plan.frames_in_flight) == ("cornell_box", 3)
 
 
 def test_progressive_and_file_plans(mesh_files):
     plan = plan_from_args(parse(["--progressive", "5", "--spp-per-frame", "4", "--scene", str(mesh_files["tetra"])]))
-    assert (plan.mode, plan.scene, plan.mesh_path, plan.count) == ("progressive", "file", mesh_files["tetra"], 5)
+    assert (plan.mode, plan.scene.kind, plan.scene.path, plan.count) == ("progressive", "asset", mesh_files["tetra"],
+                                                                         5)
     assert plan.out == Path("tetra.png")
-    plan = plan_from_args(parse(["--out", "x/y.EXR", "--width", "64", "--height", "32", "--spp", "3"]))
-    assert (plan.out, plan.width, plan.height, plan.spp) == (Path("x/y.EXR"), 64, 32, 3)
+    (mesh_files["tetra"].parent / "x").mkdir()
+    out = mesh_files["tetra"].parent / "x" / "y.EXR"
+    plan = plan_from_args(parse(["--out", str(out), "--width", "64", "--height", "32", "--spp", "3"]))
+    assert (plan.out, plan.width, plan.height, plan.spp) == (out, 64, 32, 3)
 
 
 def test_swing_camera_turns_about_the_target():
@@ -257,6 +270,7 @@ def test_render_still_png_and_exr(tmp_path):
 def test_render_cloth_frames(tmp_path):
     args = ["--frames", "4", "--cells", "24", "--width", "32", "--height", "32", "--spp-per-frame", "2",
             "--out", "anim/f.png", "--quiet"]
+    (tmp_path / "anim").mkdir()
     result = run_render(args, tmp_path, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     files = sorted((tmp_path / "anim").iterdir())
@@ -484,6 +498,7 @@ def test_still_flow_of_several_launches_reports_the_whole_render(fake_gpu, tmp_p
 
 
 def test_frames_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
+    (tmp_path / "a").mkdir()
     status = cli.main(["render", "--scene", "cornell_box", "--frames", "5", "--frames-in-flight", "3", "--width", "8",
                        "--height", "6", "--spp-per-frame", "4", "--out", str(tmp_path / "a" / "f.png"), "--quiet"])
     out = capsys.readouterr().out
@@ -605,7 +620,7 @@ def test_denoise_without_oidn_is_one_line_before_the_gpu(fake_gpu, monkeypatch, 
     status = cli.main(["render", "--denoise", "--spp", "4", "--out", str(tmp_path / "d.png"), "--quiet"])
     err = capsys.readouterr().err
     assert status == 1
-    assert err.count("\n") == 1 and "MissingExtraError" in err and "optixasync[denoise]" in err
+    assert err.count("\n") == 1 and err.startswith("optixasync render: error: ") and "optixasync[denoise]" in err
     assert _FakeTracer.instances == [] and _FakeScheduler.instances == []  # nothing was built on the GPU
     assert not (tmp_path / "d.png").exists()
 
@@ -697,18 +712,20 @@ def test_render_the_material_scene(tmp_path):
 
 
 def test_plans_of_the_material_scene_a_gltf_asset_and_an_environment(tmp_path):
-    from optixasync._render_cli import _environment, plan_from_args
+    from optixasync.cli._render import plan_from_args
+    from optixasync.cli._scene import _environment
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     plan = plan_from_args(parser.parse_args(["--scene", "materials", "--env", "0.5", "--env-scale", "2"]))
-    assert (plan.scene, plan.out, plan.env, plan.env_scale) == ("materials", Path("materials.png"), "0.5", 2.0)
-    assert _environment(plan).radiance == (1.0, 1.0, 1.0)  # one number is grey, times the scale
+    choice = plan.scene
+    assert (choice.kind, plan.out, choice.env, choice.env_scale) == ("materials", Path("materials.png"), "0.5", 2.0)
+    assert _environment(choice).radiance == (1.0, 1.0, 1.0)  # one number is grey, times the scale
     asset = _textured_quad_glb(tmp_path / "quad.glb")
     plan = plan_from_args(parser.parse_args(["--scene", str(asset), "--env", "0.1,0.2,0.3"]))
-    assert (plan.scene, plan.mesh_path, plan.out) == ("asset", asset, Path("quad.png"))
-    np.testing.assert_allclose(_environment(plan).radiance, (0.1, 0.2, 0.3))
+    assert (plan.scene.kind, plan.scene.path, plan.out) == ("asset", asset, Path("quad.png"))
+    np.testing.assert_allclose(_environment(plan.scene).radiance, (0.1, 0.2, 0.3))
     np.save(tmp_path / "sky.npy", np.full((4, 8, 3), 0.25, np.float32))
     plan = plan_from_args(parser.parse_args(["--env", str(tmp_path / "sky.npy"), "--env-scale", "4"]))
-    environment = _environment(plan)
+    environment = _environment(plan.scene)
     assert environment.image.shape == (4, 8, 3) and environment.scale == 4.0

@@ -1,11 +1,19 @@
 """``optixasync view``: serve the live viewer on a local web server and print its URL.
 
-This module imports nothing heavy at import time (no aiohttp, no CuPy), so
-``optixasync --help`` works anywhere. ``--cpu`` serves the NumPy renderer;
-otherwise the GPU source comes from :func:`optixasync.viewer._gpu.make_gpu_source`.
-Problems give one line on stderr and the CLI's exit status: 2 for bad input
-(sizes, port, a scene option the renderer lacks), 1 when the machine cannot
-run it (aiohttp missing, no GPU or driver, a port in use).
+The GPU source path-traces the scene ``--scene`` and ``--env`` name, built by
+the same resolver as ``optixasync render`` (so a glTF asset shows with its
+materials, camera and sky); ``--cpu`` serves the NumPy renderer, which needs
+no GPU. This module imports nothing heavy at import time (no aiohttp, no
+CuPy), so ``optixasync --help`` works anywhere. Problems give one line on
+stderr and the CLI's exit status: 2 for bad input (sizes, port, files), 1
+when the machine cannot run it (aiohttp missing, no GPU or driver, a port
+in use).
+
+Blocking calls
+--------------
+Listed by the viewer (:mod:`optixasync.viewer`) and its GPU source: creating
+the context, compiling the kernel and building the scene is set-up; serving
+runs until Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -13,6 +21,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+
+from .._exit import fail, run_command
+from ._scene import add_scene_arguments, build_scene, choose_scene
 
 __all__ = ["add_parser", "run"]
 
@@ -27,8 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                     "to pan, wheel to zoom, WASD/QE to move; controls for denoising, samples per frame, "
                     "resolution and max depth.",
     )
-    parser.add_argument("--scene", default=None, metavar="PATH", help="scene or mesh file for the GPU source")
-    parser.add_argument("--env", default=None, metavar="PATH", help="environment map (not supported yet: the path tracer has no environment light)")
+    add_scene_arguments(parser, cloth=False)
     parser.add_argument("--width", type=int, default=None, metavar="PX",
                         help="starting image width (default: the source's; 480 with --cpu)")
     parser.add_argument("--height", type=int, default=None, metavar="PX",
@@ -44,30 +54,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return parser
 
 
-def _error(message: str, status: int = 2) -> int:
-    print(f"{_PROG}: {message}", file=sys.stderr)
-    return status
-
-
-def run(args: argparse.Namespace) -> int:
-    """Serve until Ctrl-C; the exit status."""
+def _check(args: argparse.Namespace) -> None:
     for name in ("width", "height"):
         value = getattr(args, name)
         if value is not None and value < 1:
-            return _error(f"--{name} must be at least 1, got {value}")
+            raise ValueError(f"--{name} must be at least 1, got {value}")
     if not 0 <= args.port <= 65535:
-        return _error(f"--port must be in 0..65535, got {args.port}")
+        raise ValueError(f"--port must be in 0..65535, got {args.port}")
     if not 10 <= args.quality <= 95:
-        return _error(f"--quality must be in 10..95, got {args.quality}")
+        raise ValueError(f"--quality must be in 10..95, got {args.quality}")
     if not 1 <= args.encoders <= 64:
-        return _error(f"--encoders must be in 1..64, got {args.encoders}")
+        raise ValueError(f"--encoders must be in 1..64, got {args.encoders}")
     if args.max_fps is not None and not args.max_fps > 0:
-        return _error(f"--max-fps must be positive, got {args.max_fps}")
+        raise ValueError(f"--max-fps must be positive, got {args.max_fps}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until Ctrl-C or SIGTERM; the exit status."""
+    return run_command(_PROG, lambda: _serve(args))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    _check(args)
+    from ..errors import EXIT_UNAVAILABLE, MissingExtraError, OptixAsyncError, one_line
+
     try:
         import aiohttp  # noqa: F401
-    except ImportError:
-        return _error("the viewer needs aiohttp: pip install 'optixasync[viewer]'", 1)
-    from . import CpuFrameSource, Viewer
+    except ImportError as exc:
+        raise MissingExtraError("the viewer", "aiohttp", "viewer") from exc
+    from ..viewer import CpuFrameSource, PathTracerSource, Viewer
 
     if args.cpu:
         if args.scene or args.env:
@@ -75,21 +90,19 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         source = CpuFrameSource(args.width or 480, args.height or 270)
     else:
-        from ._gpu import make_gpu_source
-
+        scene, _cloth = build_scene(choose_scene(args), _PROG)  # a bad file is bad input, before any GPU work
         try:
-            source = make_gpu_source(args)
-        except (ValueError, TypeError) as exc:  # the arguments: a scene file, an option the renderer lacks
-            return _error(str(exc).splitlines()[0], 2)
-        except Exception as exc:  # no GPU, driver or extra
-            return _error(f"cannot start the GPU source: {exc} (use --cpu for the CPU renderer)", 1)
+            source = PathTracerSource(scene, width=args.width or 960, height=args.height or 540)
+        except OptixAsyncError as exc:  # no driver, no GPU, a missing extra: say where the CPU renderer is
+            fail(_PROG, f"cannot start the GPU source: {one_line(exc)} (use --cpu for the CPU renderer)")
+            return EXIT_UNAVAILABLE
     logging.basicConfig(level=logging.INFO, format=f"{_PROG}: %(message)s")
     viewer = Viewer(source, host=args.host, port=args.port, quality=args.quality, encoders=args.encoders,
                     max_fps=args.max_fps)
     try:
         url = viewer.start()
-    except OSError as exc:
-        return _error(f"cannot serve on {args.host}:{args.port}: {exc.strerror or exc}", 1)
+    except OSError as exc:  # a port in use: this machine cannot serve there (exit status 1)
+        raise OptixAsyncError(f"cannot serve on {args.host}:{args.port}: {exc.strerror or exc}") from exc
     _stop_on_sigterm()  # before the line that tells a supervisor the server is up: a SIGTERM right after it
     print(f"{_PROG}: serving on {url} (Ctrl-C to stop)", flush=True)  # must stop it cleanly, not kill it
     viewer.serve_forever()

@@ -19,7 +19,12 @@ import sys
 import traceback
 from dataclasses import dataclass
 
+from .._exit import fail
+from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_UNAVAILABLE
+
 __all__ = ["Target", "add_parser", "parse_target", "run"]
+
+_PROG = "optixasync syncwatch"
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?(\.exe)?$", re.IGNORECASE)
 
@@ -117,7 +122,7 @@ def _run_target(target: Target) -> int:
         print(code, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BaseException:
         traceback.print_exc()
         return 1
@@ -129,16 +134,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         target = parse_target(args.target)
     except TargetError as exc:
-        print(f"optixasync syncwatch: {exc}", file=sys.stderr)
-        return 2
-    from . import MissingExtraError, SyncWatch
+        fail(_PROG, str(exc))
+        return EXIT_BAD_INPUT
+    from ..diagnostics import MissingExtraError, SyncWatch
 
     watch = SyncWatch(optix_block_ms=args.optix_block_ms, skip=[os.path.abspath(p) for p in args.skip])
     try:
         watch.__enter__()
-    except (MissingExtraError, RuntimeError) as exc:  # both messages begin with "syncwatch"
-        print(f"optixasync {exc}", file=sys.stderr)
-        return 1  # the machine cannot run it: the status doctor, render and view give too
+    except (MissingExtraError, RuntimeError) as exc:  # the machine cannot watch (no CUPTI package, no driver)
+        fail(_PROG, str(exc))
+        return EXIT_UNAVAILABLE
     try:
         status = _run_target(target)
     finally:

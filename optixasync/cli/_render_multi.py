@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._progress import progress_bar
+
 if TYPE_CHECKING:
-    from ._render_cli import RenderPlan
+    from ._render import RenderPlan
 
 __all__ = ["check_multi", "multi_backend", "run_multi"]
 
@@ -53,14 +55,16 @@ def multi_backend(plan: RenderPlan) -> Any:
     return None
 
 
-def run_multi(plan: RenderPlan, options: Any, scene: Any, cloth: Any, backend: Any) -> int:
+def run_multi(plan: RenderPlan, scene: Any, cloth: Any, backend: Any) -> int:
     """A still split by samples, or ``--frames`` split by frames, over the backend's workers."""
     import time
 
     from optixasync.multi import CameraSwing, ClothMotion, Farm
     from optixasync.render import numbered_path, tonemap_srgb, write_image
 
-    from ._render_cli import _progress_bar
+    from ._render_gpu import render_options
+
+    options = render_options(plan)
 
     with Farm(scene, options, backend=backend, frames_in_flight=plan.frames_in_flight) as farm:
         workers = backend.workers
@@ -76,7 +80,7 @@ def run_multi(plan: RenderPlan, options: Any, scene: Any, cloth: Any, backend: A
             return 0
         update = ClothMotion(cloth, plan.dt) if cloth is not None else CameraSwing(scene.camera, plan.count)
         written = 0
-        with _progress_bar(plan.count, "frame", plan.quiet) as bar:
+        with progress_bar(plan.count, "frame", plan.quiet) as bar:
             for _output in farm.frames(plan.count, spp=plan.spp_per_frame, update=update, out=plan.out):
                 written += 1
                 bar.update(1)

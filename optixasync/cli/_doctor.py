@@ -1,0 +1,127 @@
+"""``optixasync doctor``: what optixasync finds on this machine, and whether a test pipeline runs.
+
+Blocking calls
+--------------
+``doctor`` initialises the driver, compiles and launches a test pipeline and
+waits for it: that is what it is for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+
+from ..errors import EXIT_OK, EXIT_UNAVAILABLE
+
+__all__ = ["add_parser", "doctor", "run"]
+
+_PROG = "optixasync doctor"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register the ``doctor`` subcommand."""
+    return subparsers.add_parser("doctor", help="check the driver, GPUs, OptiX, NVRTC, CuPy, denoisers and a "
+                                                "test pipeline")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``optixasync doctor`` (its report goes to stdout, its verdict is the exit status)."""
+    return doctor()
+
+
+def _format_bytes(n: int) -> str:
+    return f"{n / 2**30:.0f} GiB"
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def doctor(out: Callable[[str], None] = print, err: Callable[[str], None] = _stderr) -> int:
+    """Report what optixasync finds on this machine to ``out``; return the exit status (0 usable, 1 not).
+
+    What stops it is one line to ``err`` (stderr), ``optixasync doctor: error: ...``, after the report so far.
+    """
+
+    def fail(message: str) -> int:
+        err(f"{_PROG}: error: {message}")
+        return EXIT_UNAVAILABLE
+
+    from .. import _driver
+    from .._config import cache_dir
+    from .._optix import ABI_OPTIX_VERSIONS, SUPPORTED_ABIS
+    from .._optix._loader import probe_abi
+    from .._version import __version__
+    from ..errors import OptixAsyncError
+    from ..program import nvrtc_version
+
+    out(f"optixasync          : {__version__}")
+    if _driver.load_cuda_library() is None:
+        return fail(_driver.no_driver_message())
+    cuda_version = _driver.driver_cuda_version()
+    if cuda_version:
+        cuda = (f"CUDA {cuda_version // 1000}.{cuda_version % 1000 // 10} -> "
+                f"install optixasync[{_driver.cuda_extra(cuda_version)}]")
+    else:  # no extra can be recommended for a version the driver did not report
+        cuda = "CUDA unknown"
+    out(f"driver              : {_driver.driver_version() or 'unknown (libnvidia-ml.so.1 not found)'}, {cuda}")
+    gpus = _driver.devices()
+    if not gpus:
+        return fail("no CUDA device: the NVIDIA driver is loaded but sees no GPU (check nvidia-smi)")
+    for gpu in gpus:
+        major, minor = gpu.compute_capability
+        out(f"GPU {gpu.index:<16}: {gpu.name} (sm_{major}{minor}), {_format_bytes(gpu.memory_bytes)}")
+    try:
+        lib = _driver.load_optix_library()
+        answers = {abi: probe_abi(lib, abi) for abi in sorted(SUPPORTED_ABIS)}  # each ABI asked once
+    except OptixAsyncError as exc:
+        return fail(f"OptiX: {exc}")
+    accepted = [f"{abi} (OptiX {ABI_OPTIX_VERSIONS[abi]})" for abi, status in answers.items() if status == 0]
+    refused = [str(abi) for abi, status in answers.items() if status != 0]
+    out(f"OptiX ABIs accepted : {', '.join(accepted) or 'none'}" + (f"; refused: {', '.join(refused)}" if refused else ""))
+    try:
+        major, minor = nvrtc_version()
+        out(f"NVRTC               : {major}.{minor}")
+    except Exception as exc:
+        return fail(f"NVRTC is not usable: {exc}")
+    try:
+        cupy = _driver.require_cupy()
+        out(f"CuPy                : {cupy.__version__}")
+    except ImportError as exc:
+        return fail(f"CuPy: {exc}")
+    _report_denoisers(out)
+    out(f"cache directory     : {cache_dir()}")
+    problem = _test_pipeline(out)
+    return fail(problem) if problem else EXIT_OK
+
+
+def _report_denoisers(out: Callable[[str], None]) -> None:
+    try:
+        from ..denoise import available_denoisers
+    except ImportError:  # the denoise package itself is optional in a trimmed install
+        return
+    for name, state in available_denoisers().items():
+        out(f"denoiser {name:<11}: {state}")
+
+
+def _test_pipeline(out: Callable[[str], None]) -> str | None:
+    """Compile and launch the hello-triangle pipeline; what went wrong (None: it rendered)."""
+    try:
+        import optixasync
+
+        from ..testing import render_triangle
+
+        start = time.perf_counter()
+        with optixasync.Context() as ctx:
+            result = render_triangle(ctx, 64, 64)
+        hits = int((result.image[..., 3] >= 0).sum())
+        elapsed = time.perf_counter() - start
+    except Exception as exc:
+        return f"the test pipeline failed: {type(exc).__name__}: {exc}"
+    if hits == 0:
+        return "the test pipeline launched but nothing was hit (broken install?)"
+    out(f"test pipeline       : compiled and launched in {elapsed * 1e3:.0f} ms "
+        f"(PTX cache {'hit' if result.module_cache_hit else 'miss'}), {hits} of 4096 pixels hit")
+    return None

@@ -1,0 +1,208 @@
+"""``optixasync render``: the path tracer from the command line (also ``examples/path_tracer.py``).
+
+Three modes:
+
+* a still image (default): ``--spp`` samples per pixel, written as PNG
+  (8-bit sRGB) or EXR (linear float);
+* ``--progressive N``: N frames of ``--spp-per-frame`` samples accumulated
+  through the frame scheduler, the last one written;
+* ``--frames N``: an animation (the cloth moves, or the camera swings around
+  any other scene) with ``--frames-in-flight`` slots, one numbered PNG per
+  frame, encoded on worker threads and written atomically.
+
+``--denoise`` denoises with Open Image Denoise on the frame stream, guided by
+the first hit's albedo and normal. ``--gpus`` and ``--scheduler`` spread the
+render over several GPUs (:mod:`._render_multi`).
+
+Every argument is checked, and the scene built on the CPU, before the GPU is
+touched: bad input gives one line on stderr and exit status 2; a machine
+that cannot run it (no driver, no GPU, a missing extra) 1; Ctrl-C 130. This
+module imports nothing heavy at import time (no CuPy), so ``--help`` works
+anywhere.
+
+Blocking calls
+--------------
+Listed in :mod:`._render_gpu` (one GPU) and :mod:`._render_multi` (several).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._exit import run_command
+from ._scene import SceneChoice, add_scene_arguments, build_scene, choose_scene
+
+__all__ = ["RenderPlan", "add_arguments", "add_parser", "plan_from_args", "run"]
+
+_PROG = "optixasync render"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``render`` options to ``parser`` (shared by the subcommand and the example script)."""
+    add_scene_arguments(parser)
+    image = parser.add_argument_group("image")
+    image.add_argument("--width", type=int, default=512, metavar="PX", help="image width in pixels (default 512)")
+    image.add_argument("--height", type=int, default=512, metavar="PX", help="image height in pixels (default 512)")
+    image.add_argument("--spp", type=int, default=256, metavar="N", help="samples per pixel of a still image (default 256)")
+    image.add_argument("--max-depth", type=int, default=8, metavar="N", help="longest path, in bounces (default 8)")
+    image.add_argument("--samples-per-launch", type=int, default=0, metavar="N",
+                       help="samples per optixLaunch of a still (default 0: the renderer decides)")
+    image.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+    image.add_argument("--denoise", action="store_true",
+                       help="denoise with Open Image Denoise on the GPU, guided by the first hit's albedo and normal "
+                            "(needs optixasync[denoise]); progressive and animation frames are each denoised on "
+                            "the frame stream")
+    image.add_argument("--out", default=None, metavar="FILE",
+                       help="output file, .png or .exr by suffix (default: SCENE.png); with --frames the "
+                            "base name of the numbered PNGs (default out.png -> out_0000.png, ...)")
+    frames = parser.add_argument_group("frame pipeline")
+    frames.add_argument("--frames", type=int, default=None, metavar="N",
+                        help="render an animation of N frames through the frame scheduler")
+    frames.add_argument("--progressive", type=int, default=None, metavar="N",
+                        help="accumulate a still over N scheduler frames of --spp-per-frame samples")
+    frames.add_argument("--frames-in-flight", type=int, default=2, metavar="N", help="scheduler slots (default 2)")
+    frames.add_argument("--spp-per-frame", type=int, default=16, metavar="N", help="samples per pixel per frame (default 16)")
+    frames.add_argument("--dt", type=float, default=1 / 30, metavar="S", help="animation time step in seconds (default 1/30)")
+    frames.add_argument("--quiet", action="store_true", help="no progress bar")
+    multi = parser.add_argument_group("several GPUs (a still is split by samples, --frames by frames)")
+    multi.add_argument("--gpus", default=None, metavar="all|0,1",
+                       help="render on these GPUs of this machine, one worker thread each")
+    multi.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="render on the GPU workers of a Dask cluster, e.g. tcp://host:8786 "
+                            "(needs the cluster extra)")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register the ``render`` subcommand."""
+    parser = subparsers.add_parser(
+        "render", help="render a scene with the path tracer",
+        description="Render the Cornell box, the animated cloth, the material scene, a scene file (glTF, OBJ) or a "
+                    "mesh file with the OptiX path tracer, optionally lit by an environment (--env).",
+    )
+    add_arguments(parser)
+    return parser
+
+
+@dataclass(frozen=True)
+class RenderPlan:
+    """What ``render`` will do, checked and resolved from the arguments (no GPU involved).
+
+    Attributes
+    ----------
+    scene : SceneChoice
+        What ``--scene``, ``--env``, ``--env-scale`` and ``--cells`` name.
+    mode : str
+        ``"still"``, ``"progressive"`` or ``"frames"``.
+    out : Path
+        The output file (the base name of the numbered files for ``"frames"``); its folder exists and is
+        writable.
+    count : int
+        Frames of the progressive or animation modes (0 for a still).
+    gpus : str or None
+        ``--gpus``: ``all`` or device numbers; the render goes to :mod:`optixasync.multi`.
+    scheduler : str or None
+        ``--scheduler``: a Dask scheduler's address; the render goes to its workers.
+    """
+
+    scene: SceneChoice
+    mode: str
+    out: Path
+    count: int
+    width: int
+    height: int
+    spp: int
+    max_depth: int
+    samples_per_launch: int
+    seed: int
+    frames_in_flight: int
+    spp_per_frame: int
+    dt: float
+    quiet: bool = False
+    denoise: bool = False
+    gpus: str | None = None
+    scheduler: str | None = None
+
+    @property
+    def frame_spp(self) -> int:
+        """Samples per pixel of one launch of the mode: ``--spp`` for a still, ``--spp-per-frame`` otherwise."""
+        return self.spp if self.mode == "still" else self.spp_per_frame
+
+
+def plan_from_args(args: argparse.Namespace) -> RenderPlan:
+    """Check the arguments and resolve the defaults (nothing is read, nothing touches the GPU).
+
+    Raises
+    ------
+    ValueError
+        With a one-line message naming the bad argument.
+    """
+    from ._render_multi import check_multi
+
+    for name in ("width", "height", "spp", "max_depth", "frames", "progressive", "frames_in_flight",
+                 "spp_per_frame"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    if args.samples_per_launch < 0:
+        raise ValueError(f"--samples-per-launch must be >= 0, got {args.samples_per_launch}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    if not (math.isfinite(args.dt) and args.dt > 0):
+        raise ValueError(f"--dt must be a positive number of seconds, got {args.dt}")
+    if args.frames is not None and args.progressive is not None:
+        raise ValueError("--frames and --progressive exclude each other")
+    mode = "frames" if args.frames is not None else "progressive" if args.progressive is not None else "still"
+    scene = choose_scene(args, "cloth" if mode == "frames" else "cornell_box")
+    gpus, scheduler = args.gpus, args.scheduler
+    check_multi(gpus, scheduler, mode, bool(args.denoise))
+    out = _check_out(args.out, mode, scene.stem)
+    count = {"still": 0, "progressive": args.progressive, "frames": args.frames}[mode]
+    return RenderPlan(
+        scene=scene, mode=mode, out=out, count=int(count or 0), width=args.width, height=args.height, spp=args.spp,
+        max_depth=args.max_depth, samples_per_launch=args.samples_per_launch, seed=args.seed,
+        frames_in_flight=args.frames_in_flight, spp_per_frame=args.spp_per_frame, dt=float(args.dt),
+        quiet=bool(args.quiet), denoise=bool(args.denoise), gpus=gpus, scheduler=scheduler,
+    )
+
+
+def _check_out(out: str | None, mode: str, stem: str) -> Path:
+    """``--out`` with its default: a supported suffix, in an existing folder that this process may write to."""
+    from optixasync.render import check_image_path
+
+    if mode == "still":
+        path = check_image_path(out if out is not None else f"{stem}.png")
+    else:
+        path = check_image_path(out if out is not None else ("out.png" if mode == "frames" else f"{stem}.png"),
+                                (".png",))
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ValueError(f"--out: the folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"--out: the folder {str(folder)!r} is not writable")
+    if path.is_dir():
+        raise ValueError(f"--out: {str(path)!r} is a folder, not a file")
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``optixasync render``; returns the exit status (0 done, 1 the machine cannot, 2 bad input, 130)."""
+    return run_command(_PROG, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ._render_multi import multi_backend, run_multi
+
+    plan = plan_from_args(args)
+    scene, cloth = build_scene(plan.scene, _PROG)  # reads the files on the CPU: their errors are input errors
+    backend = multi_backend(plan)  # an unknown GPU or a missing Dask: before any GPU work
+    if backend is not None:
+        with contextlib.closing(backend):
+            return run_multi(plan, scene, cloth, backend)
+    from ._render_gpu import run_gpu
+
+    return run_gpu(plan, scene, cloth)
