@@ -3,8 +3,9 @@
 Each property is asked for only where the ABI in use has it (the shader
 execution reordering property exists in every ABI optixasync speaks; the
 cooperative-vector and cluster properties from ABI 105, OptiX 9.0). A
-property the ABI lacks reads as None, which is not the same as "no": the
-device may have it, the ABI cannot say.
+property the ABI lacks, or one the driver refuses to report, reads as None,
+which is not the same as "no": the device may have it, the ABI (or driver)
+cannot say. The properties describe; a refused query never stops a context.
 
 Blocking calls
 --------------
@@ -14,11 +15,12 @@ None: each query is a host-side read of the context's device description.
 from __future__ import annotations
 
 import ctypes
+import logging
 from dataclasses import dataclass, fields
 from typing import Any
 
 from . import _types as t
-from ._api import OptixApi, check
+from ._api import OptixApi
 
 __all__ = ["DeviceProperties", "PROPERTY_MIN_ABI", "query_device_properties"]
 
@@ -57,11 +59,11 @@ class DeviceProperties:
     ----------
     abi : int
         The ABI the properties were asked through.
-    rtcore_version : int
+    rtcore_version : int or None
         RT core version (10 for 1.0); 0 on a GPU without RT cores (an H100 or H200), where OptiX traces in
         software on the SMs.
     max_trace_depth, max_traversable_graph_depth, max_primitives_per_gas, max_instances_per_ias,
-    max_instance_id, visibility_mask_bits, max_sbt_records_per_gas, max_sbt_offset : int
+    max_instance_id, visibility_mask_bits, max_sbt_records_per_gas, max_sbt_offset : int or None
         Limits.
     shader_execution_reordering : bool or None
         Whether ``optixReorder`` reorders (the standard flag of the property); False means it is accepted
@@ -73,15 +75,15 @@ class DeviceProperties:
     """
 
     abi: int
-    rtcore_version: int
-    max_trace_depth: int
-    max_traversable_graph_depth: int
-    max_primitives_per_gas: int
-    max_instances_per_ias: int
-    max_instance_id: int
-    visibility_mask_bits: int
-    max_sbt_records_per_gas: int
-    max_sbt_offset: int
+    rtcore_version: int | None
+    max_trace_depth: int | None
+    max_traversable_graph_depth: int | None
+    max_primitives_per_gas: int | None
+    max_instances_per_ias: int | None
+    max_instance_id: int | None
+    visibility_mask_bits: int | None
+    max_sbt_records_per_gas: int | None
+    max_sbt_offset: int | None
     shader_execution_reordering: bool | None
     cooperative_vectors: bool | None
     cluster_accel: bool | None
@@ -89,34 +91,34 @@ class DeviceProperties:
     max_cluster_triangles: int | None
 
     @property
-    def rt_cores(self) -> bool:
-        """Whether the device has RT cores (``rtcore_version`` > 0)."""
-        return self.rtcore_version > 0
+    def rt_cores(self) -> bool | None:
+        """Whether the device has RT cores (``rtcore_version`` > 0); None when it was not reported."""
+        return None if self.rtcore_version is None else self.rtcore_version > 0
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _read(api: OptixApi, handle: int, prop: t.DeviceProperty) -> int:
+_log = logging.getLogger("optixasync.optix")
+
+
+def _read(api: OptixApi, handle: int, prop: t.DeviceProperty) -> int | None:
+    """The property's 32-bit value, or None when the driver refuses the query (logged at debug level)."""
     value = ctypes.c_uint(0)
-    check(api.optixDeviceContextGetProperty(handle, int(prop), ctypes.byref(value), ctypes.sizeof(value)),
-          f"optixDeviceContextGetProperty({prop.name})", api=api)
+    status = api.optixDeviceContextGetProperty(handle, int(prop), ctypes.byref(value), ctypes.sizeof(value))
+    if status != 0:
+        _log.debug("optixDeviceContextGetProperty(%s) refused: %s", prop.name, api.error_name(status))
+        return None
     return int(value.value)
 
 
 def query_device_properties(api: OptixApi, handle: int) -> DeviceProperties:
     """Ask the context ``handle`` (created through ``api``) for every property its ABI has.
 
-    Raises
-    ------
-    OptixError
-        If the driver refuses a query.
+    A property the ABI lacks, or whose query the driver refuses, is None.
     """
     values: dict[str, Any] = {"abi": api.abi}
     for name, (prop, is_flag) in _FIELDS.items():
-        if api.abi < PROPERTY_MIN_ABI.get(prop, 0):
-            values[name] = None
-            continue
-        raw = _read(api, handle, prop)
-        values[name] = bool(raw & 1) if is_flag else raw  # flag words: bit 0 is the "standard" support
+        raw = None if api.abi < PROPERTY_MIN_ABI.get(prop, 0) else _read(api, handle, prop)
+        values[name] = raw if raw is None or not is_flag else bool(raw & 1)  # flag words: bit 0, "standard"
     return DeviceProperties(**values)

@@ -127,7 +127,9 @@ def _yes_no(value: bool | None, abi: int) -> str:
 
 def describe_properties(props: Any) -> list[str]:
     """The report's device lines for a :class:`~optixasync._optix.DeviceProperties`."""
-    if props.rt_cores:
+    if props.rt_cores is None:
+        rt = "not reported"
+    elif props.rt_cores:
         rt = f"yes (RT core version {props.rtcore_version // 10}.{props.rtcore_version % 10})"
     else:
         rt = "none (rtcore version 0: OptiX traces on the SMs)"
