@@ -177,7 +177,10 @@ class Module:
         """Run the module's compile tasks; destroy it and raise if its compilation did not complete."""
         api = self.ctx.api
         try:
-            self.tasks_executed, failures = execute_tasks(api, first_task, self.compile_threads)
+            failures: list[int] = []
+            # A module OptiX found in its disk cache may be complete already, with no task to run.
+            if first_task and compilation_state(api, handle) != t.ModuleCompileState.COMPLETED:
+                self.tasks_executed, failures = execute_tasks(api, first_task, self.compile_threads)
             state = compilation_state(api, handle)
         except BaseException:
             api.optixModuleDestroy(handle)

@@ -41,6 +41,7 @@ class FakeApi:
         # the compile tasks: task -> its children; a failing task; the state after the last one
         self.task_tree: dict[int, list[int]] = {1: [2, 3, 4], 2: [5, 6], 3: [], 4: [7], 5: [], 6: [], 7: []}
         self.failing_task: int | None = None
+        self.cached = False  # a module found in OptiX's disk cache: complete before any task runs
         self.executed: list[int] = []
         self.destroyed: list[int] = []
 
@@ -74,7 +75,7 @@ class FakeApi:
         return 0
 
     def optixModuleGetCompilationState(self, module, state):
-        done = sorted(self.executed) == sorted(self.task_tree)
+        done = sorted(self.executed) == sorted(self.task_tree) or self.cached
         failed = self.failing_task is not None
         state._obj.value = int(t.ModuleCompileState.FAILED if failed else
                                t.ModuleCompileState.COMPLETED if done else t.ModuleCompileState.STARTED)

@@ -301,6 +301,12 @@ def test_compile_tasks_run_every_task(ctx, threads):
     assert module.handle == ctx.api.module and ctx.api.destroyed == []
 
 
+def test_a_module_from_the_optix_cache_runs_no_task(ctx):
+    ctx.api.cached = True
+    module = Module(ctx, SOURCE, pipeline_options=OPTIONS, compile_threads=4)
+    assert module.tasks_executed == 0 and ctx.api.executed == [] and module.handle == ctx.api.module
+
+
 def test_a_failing_task_destroys_the_module_and_raises(ctx):
     ctx.api.failing_task = 4
     with pytest.raises(OptixError, match="optixTaskExecute\\(program.cu\\) left the module failed") as info:
