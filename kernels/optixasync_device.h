@@ -352,7 +352,8 @@ __forceinline__ __device__ unsigned int get_attribute() {
 }
 
 // ---- spheres -------------------------------------------------------------------------------------------------------
-// Centre (xyz) and radius (w) of sphere `prim` of a GAS at `time` (motion keys interpolated).
+// Centre (xyz) and radius (w) of sphere `prim` of a GAS at `time` (motion keys interpolated). Like every vertex
+// data query (spheres, curves, triangles), it needs the GAS built with AccelOptions(random_vertex_access=True).
 __forceinline__ __device__ float4 sphere_data(oa_traversable gas, unsigned int prim, unsigned int sbt_gas_idx,
                                               float time) {
     float4 d;
@@ -368,7 +369,8 @@ __forceinline__ __device__ float4 sphere_data() {
     return sphere_data(gas_traversable_handle(), primitive_index(), sbt_gas_index(), ray_time());
 }
 
-// The object-space hit point and unit normal on the sphere of the current hit (closest hit, any hit).
+// The object-space hit point and unit normal on the sphere of the current hit (closest hit, any hit; reads the
+// sphere data: the GAS built with AccelOptions(random_vertex_access=True)).
 __forceinline__ __device__ void sphere_hit(float3& point, float3& normal) {
     const float4 s = sphere_data();
     const float3 o = object_ray_origin(), d = object_ray_direction();
@@ -423,7 +425,8 @@ __forceinline__ __device__ float2 ribbon_parameters() {
             :);                                                                                                      \
     }
 
-// The control points (x, y, z, radius) of segment `prim` of a curve GAS at `time`, one function per curve kind.
+// The control points (x, y, z, radius) of segment `prim` of a curve GAS at `time`, one function per curve kind
+// (the GAS built with AccelOptions(random_vertex_access=True)).
 OA_CURVE_VERTICES_2(linear_curve_vertex_data, "_optix_get_linear_curve_vertex_data")
 OA_CURVE_VERTICES_3(quadratic_bspline_vertex_data, "_optix_get_quadratic_bspline_vertex_data")
 OA_CURVE_VERTICES_4(cubic_bspline_vertex_data, "_optix_get_cubic_bspline_vertex_data")
@@ -457,7 +460,8 @@ __forceinline__ __device__ float3 object_hit_point() {
     return make_float3(o.x + t * d.x, o.y + t * d.y, o.z + t * d.z);
 }
 
-// The curve point (xyz) and radius (w) at the current hit of a round curve, and the object-space normal there.
+// The curve point (xyz) and radius (w) at the current hit of a round curve, and the object-space normal there
+// (reads the vertex data: the GAS built with AccelOptions(random_vertex_access=True)).
 // Works for every round kind (not ROCAPS: use the _rocaps vertex data with the same basis) of the current hit.
 __forceinline__ __device__ float4 round_curve_hit(float3& normal) {
     const oa_traversable gas = gas_traversable_handle();

@@ -52,6 +52,10 @@ def curve_segments(strand_lengths: Sequence[int], kind: str) -> np.ndarray:
 class CurveInput:
     """One curve build input.
 
+    Hit programs that read the control points back (``oa::round_curve_hit``, the ``oa::*_vertex_data`` helpers)
+    need the GAS built with ``AccelOptions(random_vertex_access=True)``, and the
+    :class:`~optixasync.BuiltinModule` asked for with the GAS's ``options.build_flags``.
+
     Attributes
     ----------
     vertices : array (N, 3) float32, or a list of them (one per motion key)

@@ -145,6 +145,10 @@ def _check_radius_key(count: int) -> Callable[[Any, str], int]:
 class SphereInput:
     """One sphere build input: centres and radii (one for all, or one per sphere).
 
+    Hit programs that read the spheres back (``oa::sphere_data``, ``oa::sphere_hit``) need the GAS built with
+    ``AccelOptions(random_vertex_access=True)``, and the :class:`~optixasync.BuiltinModule` asked for with the
+    GAS's ``options.build_flags``.
+
     Attributes
     ----------
     centers : array (N, 3) float32, or a list of them (one per motion key)

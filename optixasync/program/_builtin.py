@@ -75,7 +75,8 @@ class BuiltinModule:
     module_options : ModuleOptions or dict, optional
     build_flags : int
         The build flags of the structures it intersects (``GeometryAccel.options.build_flags``); the default
-        is that of ``AccelOptions()``.
+        is that of ``AccelOptions()``. Structures whose spheres or control points the hit programs read back
+        are built with ``random_vertex_access=True``, and their flags passed here.
     motion : bool
         The structures have motion keys (vertex motion blur).
     endcaps : bool

@@ -52,6 +52,9 @@ PARAMS = struct_dtype([("image", "ptr"), ("width", "uint"), ("height", "uint"), 
                        ("scale", "float")])
 W = H = 64
 VIEW = (-1.0, 1.0)  # the view spans [-1, 1]^2
+#: Sphere and curve vertex data (read by the hit programs) need the GAS built with random vertex access, and the
+#: built-in module asked for with the same build flags.
+READABLE = AccelOptions(random_vertex_access=True)
 
 
 def pixel_centres() -> tuple[np.ndarray, np.ndarray]:
@@ -145,7 +148,7 @@ def _compare(image, depth, nz, rim=0.02):
 def test_spheres_against_the_analytic_depth_and_normal(ctx):
     options = PipelineOptions(traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS,
                               primitive_type_flags=PrimitiveTypeFlags.SPHERE)
-    gas = GeometryAccel(ctx, SphereInput(SPHERES, RADII))
+    gas = GeometryAccel(ctx, SphereInput(SPHERES, RADII), READABLE)
     builtin = BuiltinModule(ctx, "sphere", pipeline_options=options, build_flags=gas.options.build_flags)
     _, pipeline, sbt = programs(ctx, options, "__closesthit__sphere", intersection_module=builtin)
     image = render(ctx, pipeline, sbt, gas.handle, gas)
@@ -159,8 +162,8 @@ def test_spheres_against_the_analytic_depth_and_normal(ctx):
 def test_one_radius_for_every_sphere(ctx):
     options = PipelineOptions(traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS,
                               primitive_type_flags=PrimitiveTypeFlags.SPHERE)
-    gas = GeometryAccel(ctx, SphereInput(SPHERES, 0.3))
-    builtin = BuiltinModule(ctx, "sphere", pipeline_options=options)
+    gas = GeometryAccel(ctx, SphereInput(SPHERES, 0.3), READABLE)
+    builtin = BuiltinModule(ctx, "sphere", pipeline_options=options, build_flags=READABLE.build_flags)
     _, pipeline, sbt = programs(ctx, options, "__closesthit__sphere", intersection_module=builtin)
     image = render(ctx, pipeline, sbt, gas.handle, gas)
     _compare(image, *sphere_reference(SPHERES, np.array([0.3, 0.3], np.float32)))
@@ -182,8 +185,8 @@ def test_a_straight_tube_has_the_width_and_depth_of_its_radius(ctx, kind, flag):
     widths = np.full(len(xs), radius, np.float32)
     indices = np.arange(0, len(xs) - 3, 3, dtype=np.uint32) if kind == "bezier" else None
     options = PipelineOptions(traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS, primitive_type_flags=flag)
-    gas = GeometryAccel(ctx, CurveInput(vertices, widths, indices, kind=kind))
-    builtin = BuiltinModule(ctx, kind, pipeline_options=options)
+    gas = GeometryAccel(ctx, CurveInput(vertices, widths, indices, kind=kind), READABLE)
+    builtin = BuiltinModule(ctx, kind, pipeline_options=options, build_flags=READABLE.build_flags)
     _, pipeline, sbt = programs(ctx, options, "__closesthit__curve", intersection_module=builtin)
     image = render(ctx, pipeline, sbt, gas.handle, gas)
     x, y = pixel_centres()
@@ -241,8 +244,8 @@ def test_direct_and_continuation_callables(ctx):
     options = PipelineOptions(traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_GAS,
                               primitive_type_flags=PrimitiveTypeFlags.SPHERE)
     module = Module(ctx, SOURCE, pipeline_options=options)
-    builtin = BuiltinModule(ctx, "sphere", pipeline_options=options)
-    gas = GeometryAccel(ctx, SphereInput(SPHERES, RADII))
+    builtin = BuiltinModule(ctx, "sphere", pipeline_options=options, build_flags=READABLE.build_flags)
+    gas = GeometryAccel(ctx, SphereInput(SPHERES, RADII), READABLE)
     raygen = ProgramGroup.raygen(ctx, module, "__raygen__callables")
     miss = ProgramGroup.miss(ctx, module, "__miss__ms")
     hit = ProgramGroup.hitgroup(ctx, module, closesthit="__closesthit__sphere", intersection_module=builtin)
