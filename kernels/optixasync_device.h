@@ -369,17 +369,6 @@ __forceinline__ __device__ float4 sphere_data() {
     return sphere_data(gas_traversable_handle(), primitive_index(), sbt_gas_index(), ray_time());
 }
 
-// The object-space hit point and unit normal on the sphere of the current hit (closest hit, any hit; reads the
-// sphere data: the GAS built with AccelOptions(random_vertex_access=True)).
-__forceinline__ __device__ void sphere_hit(float3& point, float3& normal) {
-    const float4 s = sphere_data();
-    const float3 o = object_ray_origin(), d = object_ray_direction();
-    const float t = ray_tmax();
-    point = make_float3(o.x + t * d.x, o.y + t * d.y, o.z + t * d.z);
-    const float inv = 1.0f / s.w;
-    normal = make_float3((point.x - s.x) * inv, (point.y - s.y) * inv, (point.z - s.z) * inv);
-}
-
 // ---- curves --------------------------------------------------------------------------------------------------------
 // The parameter u in [0, 1] of the current hit along its curve segment.
 __forceinline__ __device__ float curve_parameter() {
@@ -451,48 +440,6 @@ __forceinline__ __device__ float3 ribbon_normal(oa_traversable gas, unsigned int
         : "l"(gas), "r"(prim), "r"(sbt), "f"(time), "f"(uv.x), "f"(uv.y)
         :);
     return n;
-}
-
-// The object-space hit point of the current hit, from the object-space ray and its distance.
-__forceinline__ __device__ float3 object_hit_point() {
-    const float3 o = object_ray_origin(), d = object_ray_direction();
-    const float t = ray_tmax();
-    return make_float3(o.x + t * d.x, o.y + t * d.y, o.z + t * d.z);
-}
-
-// The curve point (xyz) and radius (w) at the current hit of a round curve, and the object-space normal there
-// (reads the vertex data: the GAS built with AccelOptions(random_vertex_access=True)).
-// Works for every round kind (not ROCAPS: use the _rocaps vertex data with the same basis) of the current hit.
-__forceinline__ __device__ float4 round_curve_hit(float3& normal) {
-    const oa_traversable gas = gas_traversable_handle();
-    const unsigned int prim = primitive_index(), sbt = sbt_gas_index();
-    const float time = ray_time(), u = curve_parameter();
-    float4 cp[4];
-    float4 c;
-    switch (primitive_type()) {
-        case PRIMITIVE_TYPE_ROUND_LINEAR:
-            linear_curve_vertex_data(gas, prim, sbt, time, cp);
-            c = linear_curve_point(cp, u);
-            break;
-        case PRIMITIVE_TYPE_ROUND_QUADRATIC_BSPLINE:
-            quadratic_bspline_vertex_data(gas, prim, sbt, time, cp);
-            c = quadratic_bspline_point(cp, u);
-            break;
-        case PRIMITIVE_TYPE_ROUND_CATMULLROM:
-            catmullrom_vertex_data(gas, prim, sbt, time, cp);
-            c = catmullrom_point(cp, u);
-            break;
-        case PRIMITIVE_TYPE_ROUND_CUBIC_BEZIER:
-            cubic_bezier_vertex_data(gas, prim, sbt, time, cp);
-            c = cubic_bezier_point(cp, u);
-            break;
-        default:
-            cubic_bspline_vertex_data(gas, prim, sbt, time, cp);
-            c = cubic_bspline_point(cp, u);
-            break;
-    }
-    normal = round_curve_normal(object_hit_point(), c);
-    return c;
 }
 
 // ---- callables -----------------------------------------------------------------------------------------------------
@@ -592,6 +539,65 @@ __forceinline__ __device__ float3 object_to_world_vector(float3 v) { return tran
 __forceinline__ __device__ float3 object_to_world_normal(float3 n) {
     return normalized3(transform_normal(invert(object_to_world()), n));
 }
+
+// The world-to-object transform of the current hit.
+__forceinline__ __device__ Affine world_to_object() { return invert(object_to_world()); }
+
+// ---- hit points on built-in primitives (closest hit, any hit) --------------------------------------------------------
+// The object-space hit point of the current hit. OptiX gives the object-space ray only to intersection and any-hit
+// programs; this one works in closest-hit programs too: the world-space ray at its hit distance (the same t in both
+// spaces), through the world-to-object transform of the hit's transform list (none for a GAS traced directly).
+__forceinline__ __device__ float3 object_hit_point() {
+    const float3 o = world_ray_origin(), d = world_ray_direction();
+    const float t = ray_tmax();
+    const float3 world = make_float3(o.x + t * d.x, o.y + t * d.y, o.z + t * d.z);
+    return transform_list_size() ? transform_point(world_to_object(), world) : world;
+}
+
+// The object-space hit point and unit normal on the sphere of the current hit (reads the sphere data: the GAS
+// built with AccelOptions(random_vertex_access=True)). oa::object_to_world_normal takes the normal to world space.
+__forceinline__ __device__ void sphere_hit(float3& point, float3& normal) {
+    const float4 s = sphere_data();
+    point = object_hit_point();
+    const float inv = 1.0f / s.w;
+    normal = make_float3((point.x - s.x) * inv, (point.y - s.y) * inv, (point.z - s.z) * inv);
+}
+
+// The curve point (xyz) and radius (w) at the current hit of a round curve, and the object-space normal there
+// (reads the vertex data: the GAS built with AccelOptions(random_vertex_access=True)).
+// Works for every round kind (not ROCAPS: use the _rocaps vertex data with the same basis) of the current hit.
+__forceinline__ __device__ float4 round_curve_hit(float3& normal) {
+    const oa_traversable gas = gas_traversable_handle();
+    const unsigned int prim = primitive_index(), sbt = sbt_gas_index();
+    const float time = ray_time(), u = curve_parameter();
+    float4 cp[4];
+    float4 c;
+    switch (primitive_type()) {
+        case PRIMITIVE_TYPE_ROUND_LINEAR:
+            linear_curve_vertex_data(gas, prim, sbt, time, cp);
+            c = linear_curve_point(cp, u);
+            break;
+        case PRIMITIVE_TYPE_ROUND_QUADRATIC_BSPLINE:
+            quadratic_bspline_vertex_data(gas, prim, sbt, time, cp);
+            c = quadratic_bspline_point(cp, u);
+            break;
+        case PRIMITIVE_TYPE_ROUND_CATMULLROM:
+            catmullrom_vertex_data(gas, prim, sbt, time, cp);
+            c = catmullrom_point(cp, u);
+            break;
+        case PRIMITIVE_TYPE_ROUND_CUBIC_BEZIER:
+            cubic_bezier_vertex_data(gas, prim, sbt, time, cp);
+            c = cubic_bezier_point(cp, u);
+            break;
+        default:
+            cubic_bspline_vertex_data(gas, prim, sbt, time, cp);
+            c = cubic_bspline_point(cp, u);
+            break;
+    }
+    normal = round_curve_normal(object_hit_point(), c);
+    return c;
+}
+
 
 }  // namespace oa
 
