@@ -18,7 +18,21 @@ from __future__ import annotations
 from ._optix._types import BuildFlags, ExceptionFlags, PrimitiveTypeFlags, RayFlags, TraversableGraphFlags
 from ._structs import struct_dtype
 from ._version import __version__
-from .accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, RayCaster, TriangleInput
+from .accel import (
+    AccelOptions,
+    CurveInput,
+    CustomInput,
+    GeometryAccel,
+    Instance,
+    InstanceAccel,
+    MatrixMotionTransform,
+    MotionOptions,
+    RayCaster,
+    SphereInput,
+    SRTMotionTransform,
+    TriangleInput,
+    srt_key,
+)
 from .cuda import Context
 from .errors import (
     AssetPathError,
@@ -33,6 +47,7 @@ from .errors import (
     ResultsOverflowError,
 )
 from .program import (
+    BuiltinModule,
     CompileOptions,
     Module,
     ModuleOptions,
@@ -49,9 +64,12 @@ __all__ = [
     "AccelOptions",
     "AssetPathError",
     "BuildFlags",
+    "BuiltinModule",
     "CompileOptions",
     "Context",
     "CudaError",
+    "CurveInput",
+    "CustomInput",
     "DriverNotFoundError",
     "ExceptionFlags",
     "Frame",
@@ -63,9 +81,11 @@ __all__ = [
     "Instance",
     "InstanceAccel",
     "LoadLimitError",
+    "MatrixMotionTransform",
     "MissingExtraError",
     "Module",
     "ModuleOptions",
+    "MotionOptions",
     "NvrtcError",
     "OptixAsyncError",
     "OptixError",
@@ -76,12 +96,15 @@ __all__ = [
     "RayCaster",
     "RayFlags",
     "ResultsOverflowError",
+    "SRTMotionTransform",
     "SchedulerOptions",
     "ShaderBindingTable",
+    "SphereInput",
     "TraversableGraphFlags",
     "TriangleInput",
     "clear_cache",
     "record_dtype",
+    "srt_key",
     "struct_dtype",
     "__version__",
 ]

@@ -20,9 +20,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "cache_enabled", "kernels_dir", "optix_cache_dir", "ptx_cache_dir", "CACHE_DIR_ENV"]
+__all__ = [
+    "cache_dir", "cache_enabled", "kernels_dir", "optix_cache_dir", "optix_library_override", "ptx_cache_dir",
+    "CACHE_DIR_ENV", "OPTIX_LIBRARY_ENV",
+]
 
 CACHE_DIR_ENV = "OPTIXASYNC_CACHE_DIR"
+#: Environment variable holding an explicit path to the OptiX driver library (read here only).
+OPTIX_LIBRARY_ENV = "OPTIXASYNC_OPTIX_LIBRARY"
 
 
 def cache_dir() -> Path:
@@ -42,6 +47,11 @@ def ptx_cache_dir() -> Path:
 def optix_cache_dir() -> Path:
     """Directory handed to OptiX for its own module cache."""
     return cache_dir() / "optix"
+
+
+def optix_library_override() -> str | None:
+    """The path in :data:`OPTIX_LIBRARY_ENV`, or None when it is unset or empty."""
+    return os.environ.get(OPTIX_LIBRARY_ENV) or None
 
 
 def cache_enabled() -> bool:

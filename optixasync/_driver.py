@@ -20,7 +20,8 @@ import functools
 import sys
 from typing import Any, NamedTuple
 
-from .errors import MissingExtraError
+from . import _config
+from .errors import DriverNotFoundError, MissingExtraError
 
 __all__ = [
     "CUDA_LIBRARY",
@@ -33,14 +34,15 @@ __all__ = [
     "driver_cuda_version",
     "driver_version",
     "load_cuda_library",
+    "load_optix_library",
     "no_driver_message",
     "no_optix_message",
+    "optix_library_names",
     "unavailable_reason",
 ]
 
 CUDA_LIBRARY = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 NVML_LIBRARY = "nvml.dll" if sys.platform == "win32" else "libnvidia-ml.so.1"
-_OPTIX_LIBRARY_ENV = "OPTIXASYNC_OPTIX_LIBRARY"  # also read by optixasync._optix._loader
 
 
 def no_driver_message(detail: str = "") -> str:
@@ -54,7 +56,7 @@ def no_optix_message(detail: str = "") -> str:
     """The message for a driver without its OptiX library (often a container without the graphics capability)."""
     text = ("the NVIDIA driver's OptiX library libnvoptix.so.1 cannot be loaded: it ships with the display driver "
             "(R535 or newer); in a container, set NVIDIA_DRIVER_CAPABILITIES to include 'graphics' (or 'all'); "
-            f"if it is installed elsewhere, set {_OPTIX_LIBRARY_ENV} to its path")
+            f"if it is installed elsewhere, set {_config.OPTIX_LIBRARY_ENV} to its path")
     return text + (f" [{detail}]" if detail else "")
 
 
@@ -167,17 +169,43 @@ def require_cupy() -> Any:
     return cupy
 
 
-def _optix_library_problem() -> str | None:
-    from ._optix._loader import library_names
+def optix_library_names() -> list[str]:
+    """Candidate names or paths of the OptiX driver library, in search order (the override alone when set)."""
+    override = _config.optix_library_override()
+    if override:
+        return [override]
+    if sys.platform == "win32":
+        return ["nvoptix.dll"]
+    return ["libnvoptix.so.1"]
 
+
+def _try_optix_library() -> tuple[ctypes.CDLL | None, list[str]]:
     errors = []
-    for name in library_names():
+    for name in optix_library_names():
         try:
-            ctypes.CDLL(name)
-            return None
+            return ctypes.CDLL(name), errors
         except OSError as exc:
-            errors.append(str(exc))
-    return no_optix_message("; ".join(errors))
+            errors.append(str(exc))  # the loader's text already names the file
+    return None, errors
+
+
+def load_optix_library() -> ctypes.CDLL:
+    """Load the OptiX driver library (``libnvoptix``): the one place that looks for it.
+
+    Raises
+    ------
+    DriverNotFoundError
+        If no candidate could be loaded; the message says what to do and what the loader reported.
+    """
+    library, errors = _try_optix_library()
+    if library is None:
+        raise DriverNotFoundError(no_optix_message("; ".join(errors)))
+    return library
+
+
+def _optix_library_problem() -> str | None:
+    library, errors = _try_optix_library()
+    return None if library is not None else no_optix_message("; ".join(errors))
 
 
 def unavailable_reason() -> str | None:

@@ -32,7 +32,9 @@ __all__ = [
     "DLPACK_CUDA_DEVICES",
     "as_affine",
     "as_int",
+    "check_aabbs",
     "check_indices",
+    "check_radii",
     "check_vertices",
     "coerce_options",
     "cuda_array_interface",
@@ -236,6 +238,55 @@ def check_indices(indices: Any, num_vertices: int, name: str = "indices") -> int
         low, high = int(indices.min()), int(indices.max())
         if low < 0 or high >= num_vertices:
             raise ValueError(f"{name} out of range: values span [{low}, {high}] but there are {num_vertices} vertices")
+    return int(shape[0])
+
+
+def check_radii(radii: Any, count: int, name: str = "radii") -> None:
+    """Validate a (``count``,) float32 C-contiguous array of radii or widths: finite and >= 0 when on the host.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming ``name`` and what is wrong (the first negative or NaN entry).
+    """
+    shape, dtype, contiguous, on_device = describe_array(radii, name)
+    if dtype != np.float32:
+        raise ValueError(f"{name} must have dtype float32, got {dtype}")
+    if shape != (count,):
+        raise ValueError(f"{name} must have shape ({count},), one per point, got {shape}")
+    if not contiguous:
+        raise ValueError(f"{name} must be C-contiguous (use numpy.ascontiguousarray)")
+    if not on_device:
+        bad = ~(np.isfinite(radii) & (radii >= 0))
+        if bad.any():
+            first = int(np.argmax(bad))
+            raise ValueError(f"{name} must be finite and >= 0: entry {first} is {float(radii[first])}")
+
+
+def check_aabbs(aabbs: Any, name: str = "aabbs") -> int:
+    """Validate an (N, 6) float32 C-contiguous array of boxes ``min x, y, z, max x, y, z``; return N.
+
+    On the host every entry must be finite and each box's minimum at most its maximum.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming ``name`` and the first bad box.
+    """
+    shape, dtype, contiguous, on_device = describe_array(aabbs, name)
+    if dtype != np.float32:
+        raise ValueError(f"{name} must have dtype float32, got {dtype}")
+    if len(shape) != 2 or shape[1] != 6:
+        raise ValueError(f"{name} must have shape (N, 6): min x, y, z, max x, y, z per box; got {shape}")
+    if shape[0] == 0:
+        raise ValueError(f"{name} is empty: a custom-primitive input needs at least one box")
+    if not contiguous:
+        raise ValueError(f"{name} must be C-contiguous (use numpy.ascontiguousarray)")
+    if not on_device:
+        bad = ~(np.isfinite(aabbs).all(axis=1) & (aabbs[:, :3] <= aabbs[:, 3:]).all(axis=1))
+        if bad.any():
+            first = int(np.argmax(bad))
+            raise ValueError(f"{name}: box {first} ({aabbs[first].tolist()}) is not finite or has min > max")
     return int(shape[0])
 
 

@@ -40,11 +40,26 @@ def _session_cache(tmp_path_factory):
         os.environ["OPTIXASYNC_CACHE_DIR"] = previous
 
 
+def session_abi() -> int | str:
+    """The OptiX ABI of the session's context: ``OPTIXASYNC_TEST_ABI`` (a number or ``newest``), else the default.
+
+    ``OPTIXASYNC_TEST_ABI=105 python -m pytest -m gpu`` runs the GPU suite through OptiX 9.0's function table.
+    """
+    import os
+
+    from optixasync._optix import DEFAULT_ABI
+
+    value = os.environ.get("OPTIXASYNC_TEST_ABI", "").strip()
+    if not value:
+        return DEFAULT_ABI
+    return value if value == "newest" else int(value)
+
+
 @pytest.fixture(scope="session")
 def ctx(_session_cache):
-    """One OptiX context for the whole GPU test session."""
+    """One OptiX context for the whole GPU test session (its ABI: :func:`session_abi`)."""
     import optixasync
 
-    context = optixasync.Context()
+    context = optixasync.Context(abi=session_abi())
     yield context
     context.close()

@@ -80,10 +80,10 @@ def test_doctor_with_an_unknown_cuda_version_recommends_no_extra(a_driver, monke
 
 def test_doctor_asks_the_driver_about_each_abi_once(a_driver, monkeypatch):
     from optixasync import program
-    from optixasync._optix import _loader
+    from optixasync._optix import ABI_TABLES, _loader
 
     asked: list[int] = []
-    monkeypatch.setattr(_loader, "load_library", lambda: object())
+    monkeypatch.setattr(_driver, "load_optix_library", lambda: object())
     monkeypatch.setattr(_loader, "probe_abi", lambda lib, abi: asked.append(abi) or (0 if abi in (87, 93) else 7801))
 
     def no_nvrtc():
@@ -92,8 +92,45 @@ def test_doctor_asks_the_driver_about_each_abi_once(a_driver, monkeypatch):
     monkeypatch.setattr(program, "nvrtc_version", no_nvrtc)
     lines: list[str] = []
     assert doctor(out=lines.append, err=lines.append) == 1
-    assert sorted(asked) == sorted(_loader.ABI_TABLE_SIZES)
-    assert "OptiX ABIs accepted : 87 (OptiX 8.0), 93 (OptiX 8.1); refused: 105, 118" in lines
+    assert sorted(asked) == sorted(ABI_TABLES)
+    assert ("OptiX ABIs accepted : 87 (OptiX 8.0), 93 (OptiX 8.1); refused: 105, 118 (a newer driver accepts them)"
+            in lines)
+    assert ("OptiX ABI chosen    : 87 (OptiX 8.0) by default; Context(abi='newest') takes 93 (OptiX 8.1)"
+            in lines)
+
+
+def test_doctor_names_the_abis_of_an_r580_driver():
+    from optixasync.cli._doctor import describe_abis
+
+    assert describe_abis({87: 0, 93: 0, 105: 0, 118: 7801}) == [
+        "OptiX ABIs accepted : 87 (OptiX 8.0), 93 (OptiX 8.1), 105 (OptiX 9.0); refused: 118 (a newer driver "
+        "accepts them)",
+        "OptiX ABI chosen    : 87 (OptiX 8.0) by default; Context(abi='newest') takes 105 (OptiX 9.0)",
+    ]
+    assert describe_abis({87: 7801, 93: 7801, 105: 7801, 118: 7801}) == [
+        "OptiX ABIs accepted : none; refused: 87, 93, 105, 118 (a newer driver accepts them)"]
+
+
+def test_doctor_describes_what_the_device_reports():
+    from optixasync._optix import DeviceProperties
+    from optixasync.cli._doctor import describe_properties
+
+    common = dict(max_trace_depth=31, max_traversable_graph_depth=31, max_primitives_per_gas=2**29,
+                  max_instances_per_ias=2**24, max_instance_id=2**28 - 1, visibility_mask_bits=8,
+                  max_sbt_records_per_gas=2**28, max_sbt_offset=2**28 - 1)
+    h200 = DeviceProperties(abi=105, rtcore_version=0, shader_execution_reordering=False, cooperative_vectors=True,
+                            cluster_accel=True, max_cluster_vertices=256, max_cluster_triangles=256, **common)
+    lines = describe_properties(h200)
+    assert lines[:4] == ["RT cores            : none (rtcore version 0: OptiX traces on the SMs)",
+                         "shader reordering   : no", "cooperative vectors : yes", "cluster accel       : yes"]
+    assert lines[4] == ("limits              : trace depth 31, graph depth 31, 536870912 primitives per GAS, "
+                        "16777216 instances per IAS, 8-bit visibility masks")
+    rtx = DeviceProperties(abi=87, rtcore_version=10, shader_execution_reordering=True, cooperative_vectors=None,
+                           cluster_accel=None, max_cluster_vertices=None, max_cluster_triangles=None, **common)
+    assert describe_properties(rtx)[:4] == ["RT cores            : yes (RT core version 1.0)",
+                                            "shader reordering   : yes",
+                                            "cooperative vectors : not reported by ABI 87",
+                                            "cluster accel       : not reported by ABI 87"]
 
 
 def test_doctor_reports_a_library_without_the_entry_point(a_driver, monkeypatch):
@@ -103,7 +140,7 @@ def test_doctor_reports_a_library_without_the_entry_point(a_driver, monkeypatch)
     def no_entry(lib, abi):
         raise DriverNotFoundError("libnvoptix.so.1 has no optixQueryFunctionTable entry point")
 
-    monkeypatch.setattr(_loader, "load_library", lambda: object())
+    monkeypatch.setattr(_driver, "load_optix_library", lambda: object())
     monkeypatch.setattr(_loader, "probe_abi", no_entry)
     lines: list[str] = []
     assert doctor(out=lines.append, err=lines.append) == 1
@@ -145,7 +182,8 @@ def test_doctor_on_a_gpu():
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "Traceback" not in output
-    for expected in ("OptiX ABIs accepted", "87 (OptiX 8.0)", "NVRTC", "test pipeline", "pixels hit"):
+    for expected in ("OptiX ABIs accepted", "87 (OptiX 8.0)", "OptiX ABI chosen", "NVRTC", "test pipeline",
+                     "pixels hit", "RT cores", "shader reordering", "cooperative vectors", "cluster accel", "limits"):
         assert expected in result.stdout, f"{expected!r} missing from:\n{output}"
     pipeline_line = next(line for line in result.stdout.splitlines() if line.startswith("test pipeline"))
     assert "FAILED" not in pipeline_line

@@ -11,9 +11,11 @@ import optixasync
 from optixasync.errors import CudaError
 
 
-@pytest.mark.parametrize("abi", [93, 105, 118, 0, "87", True])
-def test_unsupported_abi_is_a_clear_value_error(abi):
-    with pytest.raises(ValueError, match=r"OptiX ABI .* is not supported by optixasync; supported: 87 \(OptiX 8.0\)"):
+@pytest.mark.parametrize("abi", [84, 0, "87", True, "latest", None])
+def test_unsupported_abi_is_a_clear_value_error(monkeypatch, abi):
+    monkeypatch.setattr("optixasync.cuda._context.load_cuda_library", _no_machine_call)
+    with pytest.raises(ValueError, match=r"OptiX ABI .* is not supported by optixasync; supported: 87 \(OptiX 8.0\), "
+                                         r"93 \(OptiX 8.1\), 105 \(OptiX 9.0\), 118 \(OptiX 9.1\), or 'newest'"):
         optixasync.Context(abi=abi)
 
 
@@ -55,6 +57,10 @@ class FakeApi:
     def optixDeviceContextDestroy(self, handle):
         self.calls.append(("destroy", handle))
         return 0
+
+    def optixDeviceContextGetProperty(self, handle, prop, value, size):
+        self.calls.append(("property", prop))
+        return 0  # every property reads 0
 
 
 class FakeResource:
@@ -146,7 +152,38 @@ def test_a_failure_after_the_optix_context_is_created_destroys_it(monkeypatch):
     monkeypatch.setattr("optixasync.cuda._context.create_stream", no_stream)
     with pytest.raises(CudaError, match="creating a stream"):
         optixasync.Context(disk_cache=False)
-    assert calls == ["create", ("destroy", 0xC0DE)]
+    assert calls[0] == "create" and calls[-1] == ("destroy", 0xC0DE)
+    assert [c for c in calls[1:-1] if c[0] != "property"] == []
+
+
+@pytest.mark.parametrize(("abi", "asked"), [(87, 87), (105, 105), ("newest", "newest")])
+def test_the_abi_request_reaches_the_binding_and_the_properties_are_read(monkeypatch, abi, asked):
+    calls: list = []
+    device = SimpleNamespace(id=0, use=lambda: None)
+    cupy = SimpleNamespace(cuda=SimpleNamespace(Device=lambda *args: device, runtime=SimpleNamespace(free=lambda p: None),
+                                                driver=SimpleNamespace(ctxGetCurrent=lambda: 0x1234)))
+    monkeypatch.setattr("optixasync.cuda._context.load_cuda_library", lambda: object())
+    requested = []
+    api = FakeApi(calls)
+    api.abi = 105 if abi == "newest" else abi  # what the negotiation picks on an R580 driver
+
+    def get_api(request):
+        requested.append(request)
+        return api
+
+    monkeypatch.setattr("optixasync.cuda._context.get_api", get_api)
+    monkeypatch.setattr("optixasync.cuda._context.require_cupy", lambda: cupy)
+
+    def stop():
+        raise CudaError(2, "cudaErrorMemoryAllocation", "stop here")
+
+    monkeypatch.setattr("optixasync.cuda._context.create_stream", stop)
+    with pytest.raises(CudaError, match="stop here"):
+        optixasync.Context(abi=abi, disk_cache=False)
+    assert requested == [asked]
+    asked_properties = [c[1] for c in calls if c[0] == "property"]
+    assert 0x2005 in asked_properties and 0x200A in asked_properties  # RT core version, shader execution reordering
+    assert (0x200B in asked_properties) == (api.abi >= 105)  # cooperative vectors: ABI 105 and later only
 
 
 @pytest.mark.parametrize("close_fails", [False, True])

@@ -43,6 +43,7 @@ SCRIPTS = [
     "examples/validation_demo.py",
     "examples/path_tracer.py",
     "benchmarks/bench_accel.py",
+    "benchmarks/bench_compile.py",
     "benchmarks/bench_pathtracer.py",
     "benchmarks/bench_pipeline.py",
     "benchmarks/bench_startup.py",

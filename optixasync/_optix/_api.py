@@ -1,14 +1,19 @@
 """Typed callables for the OptiX entry points optixasync uses, and ``check``.
 
 ``OptixApi`` binds our prototypes to the addresses returned by the driver's
-function table. It adds no policy: callers pass ctypes arguments and get
-the raw ``OptixResult`` back; :func:`check` turns a non-zero result into an
-:class:`~optixasync.errors.OptixError`.
+function table of one ABI: a pinned one, or the newest the driver accepts
+(:data:`~optixasync._optix._abi.NEWEST`). It adds no policy: callers pass
+ctypes arguments and get the raw ``OptixResult`` back; :func:`check` turns a
+non-zero result into an :class:`~optixasync.errors.OptixError`. The entry
+points optixasync calls have the same signature in every ABI it speaks; the
+option structs whose layout changed are passed as ``void*`` (the caller
+builds the ABI's own, :func:`~optixasync._optix._layouts.structs_for`).
 
 Blocking calls
 --------------
-* ``optixModuleCreate``, ``optixProgramGroupCreate`` and ``optixPipelineCreate``
-  compile on the CPU (set-up).
+* ``optixModuleCreate``, ``optixTaskExecute``, ``optixBuiltinISModuleGet``,
+  ``optixProgramGroupCreate`` and ``optixPipelineCreate`` compile on the CPU
+  (set-up); ``optixModuleCreateWithTasks`` returns at once (the tasks compile).
 * ``optixDeviceContextCreate`` and ``optixDeviceContextDestroy`` synchronize
   the device (set-up and tear-down).
 * ``optixLaunch`` and ``optixAccelBuild`` block only when the context has
@@ -20,9 +25,12 @@ from __future__ import annotations
 import ctypes
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
+from .._driver import load_optix_library
 from ..errors import OptixError
 from . import _types as t
-from ._loader import DEFAULT_ABI, check_abi, load_library, query_function_table
+from ._abi import DEFAULT_ABI, NEWEST, SUPPORTED_ABIS, abi_name, check_abi_request
+from ._layouts import AbiStructs, structs_for
+from ._loader import negotiate_abi, query_function_table
 
 __all__ = ["LOG_SIZE", "OptixApi", "check", "get_api", "log_buffer", "result_name"]
 
@@ -35,6 +43,8 @@ LOG_SIZE = 8192
 def log_buffer() -> tuple[ctypes.Array, ctypes.c_size_t]:
     """A log buffer and its size variable, for the OptiX calls that write a log."""
     return ctypes.create_string_buffer(LOG_SIZE), ctypes.c_size_t(LOG_SIZE)
+
+
 _SIZE_P = POINTER(c_size_t)
 
 # name -> (restype, argtypes). Our own prototypes, written from the ABI.
@@ -47,12 +57,23 @@ _PROTOTYPES: dict[str, tuple[object, tuple[object, ...]]] = {
     "optixDeviceContextSetCacheEnabled": (_R, (c_void_p, c_int)),
     "optixDeviceContextSetCacheLocation": (_R, (c_void_p, c_char_p)),
     "optixDeviceContextGetCacheEnabled": (_R, (c_void_p, POINTER(c_int))),
+    # (context, module options*, pipeline options*, input, size, log, log size*, module*)
     "optixModuleCreate": (
-        _R,
-        (c_void_p, POINTER(t.ModuleCompileOptions), POINTER(t.PipelineCompileOptions), c_char_p, c_size_t,
-         c_char_p, _SIZE_P, POINTER(c_void_p)),
+        _R, (c_void_p, c_void_p, c_void_p, c_char_p, c_size_t, c_char_p, _SIZE_P, POINTER(c_void_p)),
     ),
+    # ... and the first task*
+    "optixModuleCreateWithTasks": (
+        _R,
+        (c_void_p, c_void_p, c_void_p, c_char_p, c_size_t, c_char_p, _SIZE_P, POINTER(c_void_p), POINTER(c_void_p)),
+    ),
+    "optixModuleGetCompilationState": (_R, (c_void_p, POINTER(c_int))),
     "optixModuleDestroy": (_R, (c_void_p,)),
+    # (context, module options*, pipeline options*, builtin IS options*, module*)
+    "optixBuiltinISModuleGet": (
+        _R, (c_void_p, c_void_p, c_void_p, POINTER(t.BuiltinISOptions), POINTER(c_void_p)),
+    ),
+    # (task, additional tasks*, max additional, created*)
+    "optixTaskExecute": (_R, (c_void_p, POINTER(c_void_p), c_uint, POINTER(c_uint))),
     "optixProgramGroupCreate": (
         _R,
         (c_void_p, POINTER(t.ProgramGroupDesc), c_uint, POINTER(t.ProgramGroupOptions), c_char_p, _SIZE_P,
@@ -60,10 +81,9 @@ _PROTOTYPES: dict[str, tuple[object, tuple[object, ...]]] = {
     ),
     "optixProgramGroupDestroy": (_R, (c_void_p,)),
     "optixProgramGroupGetStackSize": (_R, (c_void_p, POINTER(t.StackSizes), c_void_p)),
+    # (context, pipeline options*, link options*, groups, count, log, log size*, pipeline*)
     "optixPipelineCreate": (
-        _R,
-        (c_void_p, POINTER(t.PipelineCompileOptions), POINTER(t.PipelineLinkOptions), POINTER(c_void_p), c_uint,
-         c_char_p, _SIZE_P, POINTER(c_void_p)),
+        _R, (c_void_p, c_void_p, c_void_p, POINTER(c_void_p), c_uint, c_char_p, _SIZE_P, POINTER(c_void_p)),
     ),
     "optixPipelineDestroy": (_R, (c_void_p,)),
     "optixPipelineSetStackSize": (_R, (c_void_p, c_uint, c_uint, c_uint, c_uint)),
@@ -77,6 +97,8 @@ _PROTOTYPES: dict[str, tuple[object, tuple[object, ...]]] = {
     ),
     "optixAccelCompact": (_R, (c_void_p, c_void_p, c_uint64, c_uint64, c_size_t, POINTER(c_uint64))),
     "optixAccelEmitProperty": (_R, (c_void_p, c_void_p, c_uint64, POINTER(t.AccelEmitDesc))),
+    # (context, device pointer, traversable type, handle*)
+    "optixConvertPointerToTraversableHandle": (_R, (c_void_p, c_uint64, c_int, POINTER(c_uint64))),
     "optixSbtRecordPackHeader": (_R, (c_void_p, c_void_p)),
     "optixLaunch": (
         _R, (c_void_p, c_void_p, c_uint64, c_size_t, POINTER(t.ShaderBindingTable), c_uint, c_uint, c_uint)
@@ -84,29 +106,65 @@ _PROTOTYPES: dict[str, tuple[object, tuple[object, ...]]] = {
 }
 
 
+def _refused_message(lib: ctypes.CDLL, abi: int, status: int) -> str:
+    """Why a pinned ABI is refused, naming the ABIs this driver does accept (each asked once)."""
+    if status != t.OptixResult.ERROR_UNSUPPORTED_ABI_VERSION:
+        return f"optixQueryFunctionTable failed for ABI {abi_name(abi)}"
+    accepted = [abi_name(a) for a in sorted(SUPPORTED_ABIS) if a != abi and query_function_table(lib, a)[0] == 0]
+    if not accepted:
+        return (f"the installed NVIDIA driver does not accept OptiX ABI {abi_name(abi)}, nor any other that "
+                "optixasync speaks; ABI 87 (OptiX 8.0) needs driver R535 or newer")
+    return (f"the installed NVIDIA driver does not accept OptiX ABI {abi_name(abi)}; it accepts "
+            f"{', '.join(accepted)}: pin one of those, pass abi={NEWEST!r}, or install a newer driver")
+
+
 class OptixApi:
     """The OptiX entry points of one ABI, as ctypes callables.
 
     Parameters
     ----------
+    abi : int or "newest"
+        The OptiX ABI to request from the driver (87 = OptiX 8.0), or ``"newest"``: the newest one the
+        driver accepts, trying 118, 105, 93, 87 in turn (a refusal falls back silently).
+
+    Attributes
+    ----------
     abi : int
-        The OptiX ABI version to request from the driver (87 = OptiX 8.0).
+        The ABI of the table in use.
+    requested : int or str
+        As given.
+    refused : dict
+        ``{abi: OptixResult}`` of the ABIs the negotiation tried and the driver refused.
+    structs : AbiStructs
+        The ABI's own declarations of the structs whose layout changed between ABIs.
+
+    Raises
+    ------
+    ValueError
+        On an ABI optixasync does not speak (before the library is loaded).
+    DriverNotFoundError
+        When the OptiX library cannot be loaded.
+    OptixError
+        When the driver refuses a pinned ABI (the message names those it accepts), or every ABI.
     """
 
-    def __init__(self, abi: int = DEFAULT_ABI) -> None:
-        self.abi = abi = check_abi(abi)
-        self.library = load_library()
-        status, entries = query_function_table(self.library, abi)
-        if status != 0:
-            name = result_name(status)
-            if status == t.OptixResult.ERROR_UNSUPPORTED_ABI_VERSION:
-                explanation = (
-                    f"the installed NVIDIA driver does not accept OptiX ABI {abi}; "
-                    "ABI 87 (OptiX 8.0) needs driver R535 or newer"
-                )
-            else:
-                explanation = f"optixQueryFunctionTable failed for ABI {abi}"
-            raise OptixError(status, name, explanation)
+    def __init__(self, abi: int | str = DEFAULT_ABI) -> None:
+        self.requested = request = check_abi_request(abi)
+        self.library = load_optix_library()
+        self.refused: dict[int, int] = {}
+        if request == NEWEST:
+            chosen, entries, self.refused = negotiate_abi(self.library)
+            if chosen is None:
+                status = self.refused[min(self.refused)]
+                raise OptixError(status, result_name(status), _refused_message(self.library, min(self.refused),
+                                                                                 status))
+        else:
+            chosen = int(request)
+            status, entries = query_function_table(self.library, chosen)
+            if status != 0:
+                raise OptixError(status, result_name(status), _refused_message(self.library, chosen, status))
+        self.abi: int = chosen
+        self.structs: AbiStructs = structs_for(chosen)
         self.addresses = entries
         for name, (restype, argtypes) in _PROTOTYPES.items():
             address = entries.get(name)
@@ -114,7 +172,7 @@ class OptixApi:
                 raise OptixError(
                     int(t.OptixResult.ERROR_ENTRY_SYMBOL_NOT_FOUND),
                     "OPTIX_ERROR_ENTRY_SYMBOL_NOT_FOUND",
-                    f"the driver's function table for ABI {abi} has no {name}",
+                    f"the driver's function table for ABI {chosen} has no {name}",
                 )
             setattr(self, name, ctypes.CFUNCTYPE(restype, *argtypes)(address))
 
@@ -135,15 +193,15 @@ def result_name(status: int) -> str:
         return f"OPTIX_RESULT_{status}"
 
 
-_api_cache: dict[int, OptixApi] = {}
+_api_cache: dict[int | str, OptixApi] = {}
 
 
-def get_api(abi: int = DEFAULT_ABI) -> OptixApi:
-    """The process-wide :class:`OptixApi` for ``abi`` (loaded on first use)."""
-    abi = check_abi(abi)
-    api = _api_cache.get(abi)
+def get_api(abi: int | str = DEFAULT_ABI) -> OptixApi:
+    """The process-wide :class:`OptixApi` for the request ``abi`` (an ABI or ``"newest"``; loaded on first use)."""
+    request = check_abi_request(abi)
+    api = _api_cache.get(request)
     if api is None:
-        api = _api_cache[abi] = OptixApi(abi)
+        api = _api_cache[request] = OptixApi(request)
     return api
 
 

@@ -1,140 +1,27 @@
-"""Find ``libnvoptix`` and obtain its function table for an OptiX ABI.
+"""Ask the OptiX driver library for the function table of an ABI, and negotiate the newest it accepts.
 
-The OptiX host API is not exported by the driver library as symbols: the
-library exports one entry point, ``optixQueryFunctionTable``, which fills a
-struct of function pointers laid out for a given ABI version. This module
-knows, per ABI, the order of the entries in that struct (our own name
-table), and nothing else: no policy, no error translation beyond "could not
-load".
+The library itself is found and loaded by :func:`optixasync._driver.load_optix_library`
+(the one place that looks for it); the slot order of each ABI's table is in
+:mod:`optixasync._optix._abi`. This module only talks to the library's one
+exported entry point, ``optixQueryFunctionTable``. No policy beyond the
+negotiation order, no error translation beyond "could not load".
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..errors import DriverNotFoundError
+from ._abi import ABI_TABLES, SUPPORTED_ABIS, check_abi
 
-__all__ = [
-    "ABI_TABLES", "ABI_TABLE_SIZES", "ABI_OPTIX_VERSIONS", "DEFAULT_ABI", "LIBRARY_ENV", "check_abi", "library_names",
-    "load_library", "probe_abi", "query_function_table",
-]
-
-#: Environment variable holding an explicit path to the OptiX driver library.
-LIBRARY_ENV = "OPTIXASYNC_OPTIX_LIBRARY"
-
-#: The ABI optixasync speaks by default: OptiX 8.0, accepted by drivers R535 and newer.
-DEFAULT_ABI = 87
-
-# Entry order of the function table of each ABI. Adding an ABI is adding a list.
-_ABI_87 = (
-    "optixGetErrorName",
-    "optixGetErrorString",
-    "optixDeviceContextCreate",
-    "optixDeviceContextDestroy",
-    "optixDeviceContextGetProperty",
-    "optixDeviceContextSetLogCallback",
-    "optixDeviceContextSetCacheEnabled",
-    "optixDeviceContextSetCacheLocation",
-    "optixDeviceContextSetCacheDatabaseSizes",
-    "optixDeviceContextGetCacheEnabled",
-    "optixDeviceContextGetCacheLocation",
-    "optixDeviceContextGetCacheDatabaseSizes",
-    "optixModuleCreate",
-    "optixModuleCreateWithTasks",
-    "optixModuleGetCompilationState",
-    "optixModuleDestroy",
-    "optixBuiltinISModuleGet",
-    "optixTaskExecute",
-    "optixProgramGroupCreate",
-    "optixProgramGroupDestroy",
-    "optixProgramGroupGetStackSize",
-    "optixPipelineCreate",
-    "optixPipelineDestroy",
-    "optixPipelineSetStackSize",
-    "optixAccelComputeMemoryUsage",
-    "optixAccelBuild",
-    "optixAccelGetRelocationInfo",
-    "optixCheckRelocationCompatibility",
-    "optixAccelRelocate",
-    "optixAccelCompact",
-    "optixAccelEmitProperty",
-    "optixConvertPointerToTraversableHandle",
-    "optixOpacityMicromapArrayComputeMemoryUsage",
-    "optixOpacityMicromapArrayBuild",
-    "optixOpacityMicromapArrayGetRelocationInfo",
-    "optixOpacityMicromapArrayRelocate",
-    "optixDisplacementMicromapArrayComputeMemoryUsage",
-    "optixDisplacementMicromapArrayBuild",
-    "optixSbtRecordPackHeader",
-    "optixLaunch",
-    "optixDenoiserCreate",
-    "optixDenoiserDestroy",
-    "optixDenoiserComputeMemoryResources",
-    "optixDenoiserSetup",
-    "optixDenoiserInvoke",
-    "optixDenoiserComputeIntensity",
-    "optixDenoiserComputeAverageColor",
-    "optixDenoiserCreateWithUserModel",
-)
-
-ABI_TABLES: dict[int, tuple[str, ...]] = {87: _ABI_87}
-
-#: Number of entries in the function table of each known ABI (OptiX 8.0, 8.1, 9.0, 9.1). Enough to ask
-#: the driver whether it accepts an ABI; calling into one needs its name table in ``ABI_TABLES``.
-ABI_TABLE_SIZES: dict[int, int] = {87: 48, 93: 48, 105: 52, 118: 58}
-ABI_OPTIX_VERSIONS: dict[int, str] = {87: "8.0", 93: "8.1", 105: "9.0", 118: "9.1"}
+__all__ = ["NegotiatedTable", "negotiate_abi", "probe_abi", "query_function_table"]
 
 # optixQueryFunctionTable(int abiId, unsigned numOptions, int* optionKeys,
 #                         const void** optionValues, void* table, size_t sizeOfTable)
 _QUERY_PROTOTYPE = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t
 )
-
-
-def library_names() -> list[str]:
-    """Candidate names or paths of the OptiX driver library, in search order."""
-    override = os.environ.get(LIBRARY_ENV)
-    if override:
-        return [override]
-    if sys.platform == "win32":
-        return ["nvoptix.dll"]
-    return ["libnvoptix.so.1"]
-
-
-def load_library() -> ctypes.CDLL:
-    """Load the OptiX driver library.
-
-    Raises
-    ------
-    DriverNotFoundError
-        If no candidate could be loaded; the message says what to do and what the loader reported.
-    """
-    from .._driver import no_optix_message
-
-    errors = []
-    for name in library_names():
-        try:
-            return ctypes.CDLL(name)
-        except OSError as exc:
-            errors.append(str(exc))  # the loader's text already names the file
-    raise DriverNotFoundError(no_optix_message("; ".join(errors)))
-
-
-def check_abi(abi: object) -> int:
-    """``abi`` as an int if optixasync can call into it (it has the entry order of its function table).
-
-    Raises
-    ------
-    ValueError
-        On an ABI without a name table here, naming the supported ones.
-    """
-    if isinstance(abi, bool) or not isinstance(abi, int) or abi not in ABI_TABLES:
-        known = ", ".join(f"{a} (OptiX {ABI_OPTIX_VERSIONS[a]})" for a in sorted(ABI_TABLES))
-        raise ValueError(f"OptiX ABI {abi!r} is not supported by optixasync; supported: {known}")
-    return int(abi)
 
 
 def _query_entry(lib: ctypes.CDLL) -> Callable[..., int]:
@@ -159,9 +46,7 @@ def probe_abi(lib: ctypes.CDLL, abi: int) -> int:
     DriverNotFoundError
         If ``lib`` has no ``optixQueryFunctionTable`` entry point.
     """
-    query = _query_entry(lib)
-    table = (ctypes.c_void_p * ABI_TABLE_SIZES[abi])()
-    return int(query(abi, 0, None, None, ctypes.cast(table, ctypes.c_void_p), ctypes.sizeof(table)))
+    return query_function_table(lib, abi)[0]
 
 
 def query_function_table(lib: ctypes.CDLL, abi: int) -> tuple[int, dict[str, int]]:
@@ -172,12 +57,51 @@ def query_function_table(lib: ctypes.CDLL, abi: int) -> tuple[int, dict[str, int
     status : int
         The ``OptixResult`` of ``optixQueryFunctionTable`` (0 on success).
     entries : dict
-        Entry name to function address; empty unless ``status`` is 0.
+        Slot name to function address; empty unless ``status`` is 0.
     """
     names = ABI_TABLES[check_abi(abi)]
     query = _query_entry(lib)
     table = (ctypes.c_void_p * len(names))()
-    status = query(abi, 0, None, None, ctypes.cast(table, ctypes.c_void_p), ctypes.sizeof(table))
+    status = int(query(abi, 0, None, None, ctypes.cast(table, ctypes.c_void_p), ctypes.sizeof(table)))
     if status != 0:
         return status, {}
     return 0, {name: table[i] or 0 for i, name in enumerate(names)}
+
+
+class NegotiatedTable(tuple):
+    """``(abi, entries, refused)``: the ABI chosen, its slot addresses, and ``{abi: status}`` of those refused."""
+
+    __slots__ = ()
+
+    @property
+    def abi(self) -> int | None:
+        return self[0]
+
+    @property
+    def entries(self) -> dict[str, int]:
+        return self[1]
+
+    @property
+    def refused(self) -> dict[int, int]:
+        return self[2]
+
+
+def negotiate_abi(lib: ctypes.CDLL, candidates: Iterable[int] = SUPPORTED_ABIS) -> NegotiatedTable:
+    """The first of ``candidates`` (newest first by default) whose table the driver gives.
+
+    A refusal (``OPTIX_ERROR_UNSUPPORTED_ABI_VERSION`` from a driver older than the ABI, or any other status)
+    moves on to the next candidate silently; the statuses are kept in ``refused``. ``abi`` is None when the
+    driver refused every candidate.
+
+    Raises
+    ------
+    DriverNotFoundError
+        If ``lib`` has no ``optixQueryFunctionTable`` entry point.
+    """
+    refused: dict[int, int] = {}
+    for abi in candidates:
+        status, entries = query_function_table(lib, abi)
+        if status == 0:
+            return NegotiatedTable((abi, entries, refused))
+        refused[abi] = status
+    return NegotiatedTable((None, {}, refused))

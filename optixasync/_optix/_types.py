@@ -1,7 +1,12 @@
-"""ctypes declarations of the OptiX host ABI (version 87, the OptiX 8.0 API).
+"""ctypes declarations of the OptiX host ABI: the layouts every ABI optixasync speaks (87, 93, 105, 118) shares.
 
-Only what optixasync uses is declared. Sizes and offsets are pinned by
-``tests/_optix/test_types.py``; enum values are the ABI's numbers.
+Only what optixasync uses is declared. The three option structs whose layout
+changed between ABIs (module compile, pipeline compile and link options) are
+declared here as ABI 87 has them and per ABI in
+:mod:`optixasync._optix._layouts`; spheres, curves, custom primitives,
+transforms and motion in :mod:`optixasync._optix._types_geometry`, re-exported
+here. Sizes and offsets are pinned by ``tests/_optix/test_types.py`` and
+``tests/_optix/test_abi_layouts.py``; enum values are the ABI's numbers.
 """
 
 from __future__ import annotations
@@ -9,7 +14,11 @@ from __future__ import annotations
 import ctypes
 import enum
 
-__all__ = [
+from ._types_geometry import *  # noqa: F403 (re-exported: one module of declarations for the callers)
+from ._types_geometry import BuildInputCurveArray, BuildInputCustomPrimitiveArray, BuildInputSphereArray, MotionOptions
+from ._types_geometry import __all__ as _geometry_names
+
+__all__ = [*_geometry_names,
     "OptixResult", "DeviceProperty", "ValidationMode", "GeometryFlags", "HitKind", "IndicesFormat",
     "VertexFormat", "TransformFormat", "BuildInputType", "InstanceFlags", "BuildFlags",
     "BuildOperation", "AccelPropertyType", "RayFlags", "TraversableGraphFlags",
@@ -18,7 +27,7 @@ __all__ = [
     "PipelineCompileOptions", "PipelineLinkOptions", "ProgramGroupSingleModule",
     "ProgramGroupHitgroup", "ProgramGroupCallables", "ProgramGroupDesc", "ProgramGroupOptions",
     "ShaderBindingTable", "StackSizes", "BuildInputTriangleArray", "BuildInputInstanceArray",
-    "BuildInput", "MotionOptions", "AccelBuildOptions", "AccelBufferSizes", "AccelEmitDesc",
+    "BuildInput", "AccelBuildOptions", "AccelBufferSizes", "AccelEmitDesc",
     "Instance", "SBT_RECORD_HEADER_SIZE", "SBT_RECORD_ALIGNMENT", "ACCEL_BUFFER_BYTE_ALIGNMENT",
     "INSTANCE_BYTE_ALIGNMENT",
 ]
@@ -56,6 +65,7 @@ class OptixResult(enum.IntEnum):
     ERROR_PIPELINE_OUT_OF_CONSTANT_MEMORY = 7250
     ERROR_PIPELINE_LINK_ERROR = 7251
     ERROR_ILLEGAL_DURING_TASK_EXECUTE = 7270
+    ERROR_CREATION_CANCELED = 7290  # ABI 118
     ERROR_INTERNAL_COMPILER_ERROR = 7299
     ERROR_DENOISER_MODEL_NOT_SET = 7300
     ERROR_DENOISER_NOT_INITIALIZED = 7301
@@ -71,6 +81,8 @@ class OptixResult(enum.IntEnum):
     ERROR_ENTRY_SYMBOL_NOT_FOUND = 7805
     ERROR_LIBRARY_UNLOAD_FAILURE = 7806
     ERROR_DEVICE_OUT_OF_MEMORY = 7807
+    ERROR_INVALID_POINTER = 7808  # ABI 105
+    ERROR_SYMBOL_NOT_FOUND = 7809  # ABI 118
     ERROR_CUDA_ERROR = 7900
     ERROR_INTERNAL_ERROR = 7990
     ERROR_UNKNOWN = 7999
@@ -86,6 +98,14 @@ class DeviceProperty(enum.IntEnum):
     LIMIT_NUM_BITS_INSTANCE_VISIBILITY_MASK = 0x2007
     LIMIT_MAX_SBT_RECORDS_PER_GAS = 0x2008
     LIMIT_MAX_SBT_OFFSET = 0x2009
+    SHADER_EXECUTION_REORDERING = 0x200A
+    COOP_VEC = 0x200B  # ABI 105
+    CLUSTER_ACCEL = 0x2020  # ABI 105
+    LIMIT_MAX_CLUSTER_VERTICES = 0x2021  # ABI 105
+    LIMIT_MAX_CLUSTER_TRIANGLES = 0x2022  # ABI 105
+    LIMIT_MAX_STRUCTURED_GRID_RESOLUTION = 0x2023  # ABI 105
+    LIMIT_MAX_CLUSTER_SBT_INDEX = 0x2024  # ABI 118
+    LIMIT_MAX_CLUSTERS_PER_GAS = 0x2025  # ABI 118
 
 
 class ValidationMode(enum.IntEnum):
@@ -107,6 +127,7 @@ class HitKind(enum.IntEnum):
 
 class IndicesFormat(enum.IntEnum):
     NONE = 0
+    UNSIGNED_BYTE3 = 0x2101  # ABI 93
     UNSIGNED_SHORT3 = 0x2102
     UNSIGNED_INT3 = 0x2103
 
@@ -210,6 +231,17 @@ class ExceptionFlags(enum.IntFlag):
 
 class PrimitiveTypeFlags(enum.IntFlag):
     CUSTOM = 1 << 0
+    ROUND_QUADRATIC_BSPLINE = 1 << 1
+    ROUND_CUBIC_BSPLINE = 1 << 2
+    ROUND_LINEAR = 1 << 3
+    ROUND_CATMULLROM = 1 << 4
+    FLAT_QUADRATIC_BSPLINE = 1 << 5
+    SPHERE = 1 << 6
+    ROUND_CUBIC_BEZIER = 1 << 7
+    ROUND_QUADRATIC_BSPLINE_ROCAPS = 1 << 8  # ABI 105
+    ROUND_CUBIC_BSPLINE_ROCAPS = 1 << 9  # ABI 105
+    ROUND_CATMULLROM_ROCAPS = 1 << 10  # ABI 105
+    ROUND_CUBIC_BEZIER_ROCAPS = 1 << 11  # ABI 105
     TRIANGLE = 1 << 31
 
 
@@ -396,6 +428,9 @@ class BuildInputInstanceArray(ctypes.Structure):
 class _BuildInputUnion(ctypes.Union):
     _fields_ = [
         ("triangleArray", BuildInputTriangleArray),
+        ("curveArray", BuildInputCurveArray),
+        ("sphereArray", BuildInputSphereArray),
+        ("customPrimitiveArray", BuildInputCustomPrimitiveArray),
         ("instanceArray", BuildInputInstanceArray),
         ("pad", ctypes.c_char * 1024),
     ]
@@ -404,15 +439,6 @@ class _BuildInputUnion(ctypes.Union):
 class BuildInput(ctypes.Structure):
     _anonymous_ = ("u",)
     _fields_ = [("type", ctypes.c_uint), ("u", _BuildInputUnion)]
-
-
-class MotionOptions(ctypes.Structure):
-    _fields_ = [
-        ("numKeys", ctypes.c_ushort),
-        ("flags", ctypes.c_ushort),
-        ("timeBegin", ctypes.c_float),
-        ("timeEnd", ctypes.c_float),
-    ]
 
 
 class AccelBuildOptions(ctypes.Structure):

@@ -1,21 +1,33 @@
-"""Acceleration structures: triangle GAS, instancing, deferred compaction and refit."""
+"""Acceleration structures: GAS over triangles, spheres, curves or custom primitives, instancing, motion blur,
+deferred compaction and refit."""
 
 from __future__ import annotations
 
-from ._base import AccelOptions, AccelStructure
+from ._base import AccelOptions, AccelStructure, MotionOptions
+from ._curves import CurveInput, curve_segments
 from ._gas import GeometryAccel
 from ._ias import INSTANCE_DTYPE, Instance, InstanceAccel
-from ._inputs import TriangleInput
+from ._inputs import CustomInput, SphereInput, TriangleInput
 from ._raycast import HIT_RECORDS, RayCaster
+from ._transforms import MatrixMotionTransform, MotionTransform, SRTMotionTransform, srt_key
 
 __all__ = [
     "AccelOptions",
     "AccelStructure",
+    "CurveInput",
+    "CustomInput",
     "GeometryAccel",
     "HIT_RECORDS",
     "INSTANCE_DTYPE",
     "Instance",
     "InstanceAccel",
+    "MatrixMotionTransform",
+    "MotionOptions",
+    "MotionTransform",
     "RayCaster",
+    "SRTMotionTransform",
+    "SphereInput",
     "TriangleInput",
+    "curve_segments",
+    "srt_key",
 ]

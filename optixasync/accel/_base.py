@@ -24,6 +24,7 @@ when the context has validation mode on.
 from __future__ import annotations
 
 import ctypes
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,12 +33,67 @@ import numpy as np
 from .._optix import check
 from .._optix import types as t
 from ..cuda import Capture, GpuTimer, Readiness, _nvtx, as_cupy_stream, capture_of, stream_handle, synchronize
-from ..validation import coerce_options
+from ..validation import as_int, coerce_options
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceContext
+    from ..cuda import Context
 
-__all__ = ["AccelOptions", "AccelStructure", "aligned"]
+__all__ = ["AccelOptions", "AccelStructure", "MotionOptions", "aligned"]
+
+#: The most motion keys OptiX stores (``OptixMotionOptions::numKeys`` is 16 bits).
+MAX_MOTION_KEYS = 2**16 - 1
+
+
+@dataclass(frozen=True)
+class MotionOptions:
+    """Motion blur of a structure or a motion transform: keys spread evenly over a time range.
+
+    A trace's ``time`` picks the moment: between two keys OptiX interpolates linearly (vertices, centres,
+    radii, boxes; matrices; SRT components, the rotation normalised again).
+
+    Attributes
+    ----------
+    keys : int
+        Number of motion keys (>= 2); every build input must give this many.
+    time_begin, time_end : float
+        The times of the first and last key (``time_end > time_begin``).
+    start_vanish, end_vanish : bool
+        Before ``time_begin`` (after ``time_end``) the geometry is not there; without, it stays at the
+        first (last) key.
+    """
+
+    keys: int = 2
+    time_begin: float = 0.0
+    time_end: float = 1.0
+    start_vanish: bool = False
+    end_vanish: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", as_int("MotionOptions.keys", self.keys, 2, MAX_MOTION_KEYS))
+        for name in ("time_begin", "time_end"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+                raise TypeError(f"MotionOptions.{name} must be a number, got {type(value).__name__}")
+            if not math.isfinite(float(value)):
+                raise ValueError(f"MotionOptions.{name} must be finite, got {value}")
+            object.__setattr__(self, name, float(value))
+        if not self.time_end > self.time_begin:
+            raise ValueError(f"MotionOptions needs time_end > time_begin, got [{self.time_begin}, {self.time_end}]")
+        for name in ("start_vanish", "end_vanish"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"MotionOptions.{name} must be a bool, got {type(getattr(self, name)).__name__}")
+
+    @property
+    def flags(self) -> int:
+        flags = t.MotionFlags.NONE
+        if self.start_vanish:
+            flags |= t.MotionFlags.START_VANISH
+        if self.end_vanish:
+            flags |= t.MotionFlags.END_VANISH
+        return int(flags)
+
+    def to_struct(self) -> t.MotionOptions:
+        return t.MotionOptions(self.keys, self.flags, self.time_begin, self.time_end)
 
 
 @dataclass(frozen=True)
@@ -61,6 +117,8 @@ class AccelOptions:
         far from where they were; a rebuild restores it, at the price of new
         buffers, a new ``handle`` (rebuild or refit the IAS over it) and a
         structure that is no longer compacted.
+    motion : MotionOptions or dict, optional
+        Motion blur: how many keys each build input gives and over which times (None: no motion).
     """
 
     prefer: str = "fast_trace"
@@ -68,8 +126,11 @@ class AccelOptions:
     allow_compaction: bool = False
     random_vertex_access: bool = False
     rebuild_every: int = 0
+    motion: MotionOptions | None = None
 
     def __post_init__(self) -> None:
+        if self.motion is not None:
+            object.__setattr__(self, "motion", coerce_options(MotionOptions, self.motion))
         for name in ("allow_update", "allow_compaction", "random_vertex_access"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__} {getattr(self, name)!r}")
@@ -95,6 +156,11 @@ class AccelOptions:
             flags |= t.BuildFlags.ALLOW_RANDOM_VERTEX_ACCESS
         return int(flags)
 
+    @property
+    def num_keys(self) -> int:
+        """Motion keys each build input must give (1 without motion)."""
+        return self.motion.keys if self.motion is not None else 1
+
 
 def aligned(nbytes: int, alignment: int = t.ACCEL_BUFFER_BYTE_ALIGNMENT) -> int:
     return (int(nbytes) + alignment - 1) // alignment * alignment
@@ -118,7 +184,7 @@ class AccelStructure:
         (the structure's own methods and the library's tracers do).
     """
 
-    def __init__(self, ctx: DeviceContext, options: Any, stream: Any) -> None:
+    def __init__(self, ctx: Context, options: Any, stream: Any) -> None:
         ctx.require_open()
         self.ctx = ctx
         self.options = coerce_options(AccelOptions, options)
@@ -175,6 +241,8 @@ class AccelStructure:
         build_options = t.AccelBuildOptions()
         build_options.buildFlags = self.options.build_flags
         build_options.operation = int(operation)
+        if self.options.motion is not None:
+            build_options.motionOptions = self.options.motion.to_struct()
         return build_options
 
     def _build(self, operation: t.BuildOperation, stream: Any) -> None:

@@ -1,4 +1,8 @@
-"""Instance acceleration structures (IAS): transformed instances of GAS (or IAS).
+"""Instance acceleration structures (IAS): transformed instances of GAS, IAS or motion transforms.
+
+An instance of a motion transform (:class:`~optixasync.accel.MatrixMotionTransform`,
+:class:`~optixasync.accel.SRTMotionTransform`) is a motion instance: its child
+moves between the transform's keys over the trace's time.
 
 Blocking calls
 --------------
@@ -17,6 +21,7 @@ import numpy as np
 from .._optix import types as t
 from ..validation import as_affine, as_int
 from ._base import AccelStructure
+from ._transforms import MotionTransform
 
 if TYPE_CHECKING:
     from ..cuda import Context
@@ -40,8 +45,9 @@ class Instance:
 
     Attributes
     ----------
-    accel : AccelStructure
-        The instanced structure; its current ``handle`` is read when the IAS is (re)built.
+    accel : AccelStructure or MotionTransform
+        The instanced structure (or motion transform: a motion instance); its current ``handle`` is read
+        when the IAS is (re)built.
     transform : array (3, 4) or (4, 4)
         Object-to-world affine transform, row-major; stored as (3, 4) float32.
         Checked by :func:`optixasync.validation.as_affine` (finite, invertible).
@@ -54,7 +60,7 @@ class Instance:
     flags : InstanceFlags
     """
 
-    accel: AccelStructure
+    accel: AccelStructure | MotionTransform
     transform: Any = field(default_factory=lambda: np.eye(3, 4, dtype=np.float32))
     instance_id: int = 0
     sbt_offset: int = 0
@@ -62,8 +68,9 @@ class Instance:
     flags: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.accel, AccelStructure):
-            raise TypeError(f"Instance.accel must be a GeometryAccel or InstanceAccel, got {type(self.accel).__name__}")
+        if not isinstance(self.accel, (AccelStructure, MotionTransform)):
+            raise TypeError("Instance.accel must be a GeometryAccel, InstanceAccel or motion transform, got "
+                            f"{type(self.accel).__name__}")
         self.transform = as_affine(self.transform, "Instance.transform").astype(np.float32)
         for name, limit in (("visibility_mask", 2**8), ("instance_id", 2**28), ("sbt_offset", 2**28),
                             ("flags", 2**32)):
@@ -101,9 +108,19 @@ class InstanceAccel(AccelStructure):
             self.ctx.require_own(inst.accel, f"the structure of instance {k}")
             if inst.accel.handle == 0:
                 raise ValueError(f"instance {k} refers to a closed acceleration structure")
+            if isinstance(inst.accel, MotionTransform) and inst.accel.stale:
+                raise ValueError(f"instance {k}: the child of its motion transform was rebuilt or compacted since "
+                                 "the transform was written (its old handle is gone): call transform.update() first")
 
     def records(self) -> np.ndarray:
-        """The ``OptixInstance`` records for the instances' current handles."""
+        """The ``OptixInstance`` records for the instances' current handles.
+
+        Raises
+        ------
+        ValueError
+            An instance of a closed structure, or of a motion transform whose child's handle changed.
+        """
+        self._check_owned(self.instances)
         records = np.zeros(len(self.instances), INSTANCE_DTYPE)
         for k, inst in enumerate(self.instances):
             if inst.accel.handle == 0:

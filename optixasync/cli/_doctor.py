@@ -1,9 +1,13 @@
 """``optixasync doctor``: what optixasync finds on this machine, and whether a test pipeline runs.
 
+It names the OptiX ABIs the driver accepts, the one a ``Context`` uses (87 unless told otherwise) and the one
+``abi="newest"`` would take, and what the device reports through that newest ABI: RT cores, shader execution
+reordering, cooperative vectors, cluster acceleration structures and the limits.
+
 Blocking calls
 --------------
-``doctor`` initialises the driver, compiles and launches a test pipeline and
-waits for it: that is what it is for.
+``doctor`` initialises the driver, creates OptiX contexts, compiles and
+launches a test pipeline and waits for it: that is what it is for.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import EXIT_OK, EXIT_UNAVAILABLE
 
-__all__ = ["WITHOUT_A_GPU", "add_parser", "doctor", "run"]
+__all__ = ["WITHOUT_A_GPU", "add_parser", "describe_abis", "describe_properties", "doctor", "run"]
 
 _PROG = "optixasync doctor"
 #: What doctor says works on a machine without a usable NVIDIA GPU (the renderer needs one).
@@ -56,7 +61,8 @@ def doctor(out: Callable[[str], None] = print, err: Callable[[str], None] = _std
 
     from .. import _driver
     from .._config import cache_dir
-    from .._optix._loader import ABI_OPTIX_VERSIONS, ABI_TABLE_SIZES, load_library, probe_abi
+    from .._optix import SUPPORTED_ABIS
+    from .._optix._loader import probe_abi
     from .._version import __version__
     from ..errors import OptixAsyncError
     from ..program import nvrtc_version
@@ -80,13 +86,13 @@ def doctor(out: Callable[[str], None] = print, err: Callable[[str], None] = _std
         major, minor = gpu.compute_capability
         out(f"GPU {gpu.index:<16}: {gpu.name} (sm_{major}{minor}), {_format_bytes(gpu.memory_bytes)}")
     try:
-        lib = load_library()
-        answers = {abi: probe_abi(lib, abi) for abi in ABI_TABLE_SIZES}  # each ABI asked once
+        lib = _driver.load_optix_library()
+        answers = {abi: probe_abi(lib, abi) for abi in sorted(SUPPORTED_ABIS)}  # each ABI asked once
     except OptixAsyncError as exc:
         return fail(f"OptiX: {exc}")
-    accepted = [f"{abi} (OptiX {ABI_OPTIX_VERSIONS[abi]})" for abi, status in answers.items() if status == 0]
-    refused = [str(abi) for abi, status in answers.items() if status != 0]
-    out(f"OptiX ABIs accepted : {', '.join(accepted) or 'none'}" + (f"; refused: {', '.join(refused)}" if refused else ""))
+    for line in describe_abis(answers):
+        out(line)
+    accepted = [abi for abi, status in answers.items() if status == 0]
     try:
         major, minor = nvrtc_version()
         out(f"NVRTC               : {major}.{minor}")
@@ -100,7 +106,64 @@ def doctor(out: Callable[[str], None] = print, err: Callable[[str], None] = _std
     _report_denoisers(out)
     out(f"cache directory     : {cache_dir()}")
     problem = _test_pipeline(out)
-    return fail(problem) if problem else EXIT_OK
+    if problem:
+        return fail(problem)
+    if accepted:
+        _report_device(out, max(accepted))
+    return EXIT_OK
+
+
+def describe_abis(answers: dict[int, int]) -> list[str]:
+    """The report's ABI lines for the driver's answer per ABI (``OptixResult``, 0: accepted)."""
+    from .._optix import DEFAULT_ABI, abi_name
+
+    accepted = [abi for abi, status in sorted(answers.items()) if status == 0]
+    refused = [str(abi) for abi, status in sorted(answers.items()) if status != 0]
+    lines = [f"OptiX ABIs accepted : {', '.join(abi_name(a) for a in accepted) or 'none'}"
+             + (f"; refused: {', '.join(refused)} (a newer driver accepts them)" if refused else "")]
+    if accepted:
+        default = abi_name(DEFAULT_ABI) + ("" if DEFAULT_ABI in accepted else ", which this driver refuses")
+        lines.append(f"OptiX ABI chosen    : {default} by default; Context(abi='newest') takes "
+                     f"{abi_name(max(accepted))}")
+    return lines
+
+
+def _yes_no(value: bool | None, abi: int) -> str:
+    return f"not reported by ABI {abi}" if value is None else ("yes" if value else "no")
+
+
+def describe_properties(props: Any) -> list[str]:
+    """The report's device lines for a :class:`~optixasync._optix.DeviceProperties`."""
+    if props.rt_cores is None:
+        rt = "not reported"
+    elif props.rt_cores:
+        rt = f"yes (RT core version {props.rtcore_version // 10}.{props.rtcore_version % 10})"
+    else:
+        rt = "none (rtcore version 0: OptiX traces on the SMs)"
+    return [
+        f"RT cores            : {rt}",
+        f"shader reordering   : {_yes_no(props.shader_execution_reordering, props.abi)}",
+        f"cooperative vectors : {_yes_no(props.cooperative_vectors, props.abi)}",
+        f"cluster accel       : {_yes_no(props.cluster_accel, props.abi)}",
+        f"limits              : trace depth {props.max_trace_depth}, graph depth {props.max_traversable_graph_depth}, "
+        f"{props.max_primitives_per_gas} primitives per GAS, {props.max_instances_per_ias} instances per IAS, "
+        f"{props.visibility_mask_bits}-bit visibility masks",
+    ]
+
+
+def _report_device(out: Callable[[str], None], abi: int) -> None:
+    """What GPU 0 reports through ``abi`` (the newest the driver accepts: it has the most properties)."""
+    try:
+        import optixasync
+
+        with optixasync.Context(abi=abi, warm_up=False, disk_cache=False) as ctx:
+            props = ctx.properties
+    except Exception as exc:  # the test pipeline ran: a failure here is reported, not fatal
+        out(f"device properties   : could not be read through ABI {abi}: {type(exc).__name__}: {exc}")
+        return
+    out(f"device (ABI {abi})    : GPU {ctx.device_id}, as its OptiX context reports it")
+    for line in describe_properties(props):
+        out(line)
 
 
 def _report_denoisers(out: Callable[[str], None]) -> None:

@@ -47,9 +47,9 @@ import numpy as np
 
 from .. import _config
 from .._driver import load_cuda_library, no_driver_message, require_cupy
-from .._optix import DEFAULT_ABI, check, get_api
+from .._optix import DEFAULT_ABI, DeviceProperties, check, get_api, query_device_properties
 from .._optix import types as t
-from .._optix._loader import check_abi
+from .._optix._abi import check_abi_request
 from ..errors import DriverNotFoundError
 from ..validation import as_int
 from . import _nvtx
@@ -123,8 +123,12 @@ class Context:
     log_level : int
         OptiX log verbosity forwarded to the ``optixasync.optix`` logger
         (0 none, 1 fatal, 2 error, 3 warning, 4 print).
-    abi : int
-        OptiX ABI to request from the driver (87 = OptiX 8.0, drivers R535+).
+    abi : int or "newest"
+        OptiX ABI to request from the driver: 87 (OptiX 8.0, drivers R535+; the default, the ABI every GPU
+        run of the test suite has used), 93 (8.1), 105 (9.0) or 118 (9.1, drivers R590+), pinned: a driver
+        that refuses it raises :class:`OptixError` naming the ABIs it accepts. ``"newest"`` negotiates: the
+        newest ABI the driver accepts, a refusal falling back silently to the next older one (on an R580
+        driver, 105).
     disk_cache : bool
         Enable OptiX's own module disk cache, kept beside optixasync's PTX cache.
     warm_up : bool
@@ -142,6 +146,10 @@ class Context:
         The ``OptixDeviceContext`` (0 once closed).
     abi : int
         The OptiX ABI of the function table in use.
+    properties : DeviceProperties
+        What the device reports through that ABI: RT cores (``rtcore_version``), shader execution
+        reordering, cooperative vectors and cluster acceleration structures (None where the ABI lacks the
+        property), and the limits.
     validation, warm_up : bool
         As given.
     device_id : int
@@ -159,7 +167,7 @@ class Context:
     ------
     ValueError
         On an OptiX ABI optixasync cannot call (naming the supported ones),
-        or a ``log_level`` outside [0, 4].
+        or a ``log_level`` outside [0, 4]; raised before the driver is asked anything.
     TypeError
         On a ``log_level`` that is not an integer.
     DriverNotFoundError, OptixError
@@ -172,11 +180,11 @@ class Context:
         *,
         validation: bool = False,
         log_level: int = 3,
-        abi: int = DEFAULT_ABI,
+        abi: int | str = DEFAULT_ABI,
         disk_cache: bool = True,
         warm_up: bool = True,
     ) -> None:
-        check_abi(abi)  # bad input first, before the machine is asked anything
+        check_abi_request(abi)  # bad input first, before the machine is asked anything
         log_level = as_int("log_level", log_level, 0, 4)
         if load_cuda_library() is None:
             raise DriverNotFoundError(no_driver_message())
@@ -206,6 +214,7 @@ class Context:
         self._tracked: dict[int, weakref.ref[Any]] = {}
         self._serial = itertools.count()
         try:
+            self.properties: DeviceProperties = query_device_properties(self.api, self.handle)
             if disk_cache and _config.cache_enabled():
                 self._enable_disk_cache()
             self.stream = create_stream()

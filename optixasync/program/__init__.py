@@ -1,9 +1,17 @@
-"""Turning CUDA C++ programs into OptiX modules, program groups, pipelines and SBTs."""
+"""Turning CUDA C++ programs into OptiX modules, program groups, pipelines and SBTs.
+
+Modules (compiled serially or in parallel tasks, specialized by bound values, with payload types), the
+built-in intersection modules of spheres and curves, program groups of every kind (raygen, miss, hit groups
+with intersection programs, direct and continuation callables), pipelines with their stack sizes, and the
+shader binding table.
+"""
 
 from __future__ import annotations
 
+from ._builtin import BuiltinModule
 from ._cache import cache_key, clear_cache, compile_ptx_cached, optix_cache_dir
-from ._module import Module, ProgramGroup
+from ._groups import ProgramGroup
+from ._module import Module
 from ._nvrtc import (
     CompileOptions,
     compile_ptx,
@@ -17,10 +25,14 @@ from ._nvrtc import (
 from ._options import ModuleOptions, PipelineOptions
 from ._pipeline import Pipeline, compute_stack_sizes, merge_stack_sizes
 from ._sbt import ShaderBindingTable, record_dtype
+from ._specialize import BoundValue, PayloadType, bind_params
 
 __all__ = [
+    "BoundValue",
+    "BuiltinModule",
     "Module",
     "ModuleOptions",
+    "PayloadType",
     "Pipeline",
     "PipelineOptions",
     "ProgramGroup",
@@ -29,6 +41,7 @@ __all__ = [
     "merge_stack_sizes",
     "record_dtype",
     "CompileOptions",
+    "bind_params",
     "cache_key",
     "clear_cache",
     "compile_ptx",

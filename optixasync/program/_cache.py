@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._config import cache_enabled, kernels_dir, optix_cache_dir, ptx_cache_dir
-from .._optix._loader import DEFAULT_ABI
+from .._optix._abi import DEFAULT_ABI
 from ..validation import coerce_options
 from ._nvrtc import CompileOptions, compile_ptx, nvrtc_version
 

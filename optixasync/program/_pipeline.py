@@ -15,16 +15,21 @@ from typing import TYPE_CHECKING, Any
 
 from .._optix import check, log_buffer
 from .._optix import types as t
+from .._optix._primitives import primitive_kind
 from ..cuda import device_pointer
 from ..validation import as_int, coerce_options
-from ._module import ProgramGroup
+from ._groups import ProgramGroup
 from ._options import PipelineOptions
 from ._sbt import ShaderBindingTable
 
 if TYPE_CHECKING:
     from ..cuda import Context
 
-__all__ = ["Pipeline", "compute_stack_sizes", "merge_stack_sizes"]
+__all__ = ["MAX_CALLABLE_DEPTH", "Pipeline", "check_callable_depths", "check_primitives", "compute_stack_sizes",
+           "merge_stack_sizes"]
+
+#: The deepest callable call graph a pipeline may declare (optixasync's bound; OptiX states none).
+MAX_CALLABLE_DEPTH = 64
 
 
 def merge_stack_sizes(sizes: Sequence[t.StackSizes]) -> t.StackSizes:
@@ -37,44 +42,110 @@ def merge_stack_sizes(sizes: Sequence[t.StackSizes]) -> t.StackSizes:
 
 
 def compute_stack_sizes(
-    sizes: t.StackSizes, max_trace_depth: int, max_cc_depth: int = 0, max_dc_depth: int = 0
+    sizes: t.StackSizes, max_trace_depth: int, max_cc_depth: int = 0, max_dc_depth: int = 0,
+    max_dc_depth_from_traversal: int | None = None,
 ) -> tuple[int, int, int]:
     """The three stack sizes ``optixPipelineSetStackSize`` needs.
+
+    Parameters
+    ----------
+    sizes : StackSizes
+        The field-wise maximum over the pipeline's program groups (:func:`merge_stack_sizes`).
+    max_trace_depth : int
+        Deepest nesting of traces.
+    max_cc_depth : int
+        Deepest chain of continuation callables (each calling the next).
+    max_dc_depth : int
+        Deepest chain of direct callables called from raygen, miss, closest hit or continuation callables.
+    max_dc_depth_from_traversal : int, optional
+        The same from intersection and any-hit programs (default: ``max_dc_depth``).
 
     Returns
     -------
     (direct_callable_from_traversal, direct_callable_from_state, continuation)
         In bytes, following the OptiX programming guide's formula: the
         raygen frame, plus one closest-hit/miss frame per nested trace level,
-        plus, at the deepest level, the larger of that and intersection+any-hit.
+        plus, at the deepest level, the larger of that and intersection+any-hit;
+        each frame that may call continuation callables carries their chain.
     """
+    from_traversal = max_dc_depth if max_dc_depth_from_traversal is None else max_dc_depth_from_traversal
     cc_tree = max_cc_depth * sizes.cssCC
     ch_or_ms_plus_cc = max(sizes.cssCH, sizes.cssMS) + cc_tree
-    dc = max_dc_depth * sizes.dssDC
     continuation = (
         sizes.cssRG
         + cc_tree
         + (max(max_trace_depth, 1) - 1) * ch_or_ms_plus_cc
         + min(max_trace_depth, 1) * max(ch_or_ms_plus_cc, sizes.cssIS + sizes.cssAH)
     )
-    return dc, dc, continuation
+    return from_traversal * sizes.dssDC, max_dc_depth * sizes.dssDC, continuation
+
+
+def check_callable_depths(groups: Sequence[ProgramGroup], direct: int, continuation: int) -> None:
+    """Refuse callables a pipeline has no stack for.
+
+    Raises
+    ------
+    ValueError
+        A direct callable with ``max_direct_callable_depth`` 0, or a continuation callable with
+        ``max_continuation_callable_depth`` 0: OptiX would size no stack for them, and the first call would
+        overflow it on the GPU.
+    """
+    counts = {"direct": (sum(g.direct for g in groups), direct, "max_direct_callable_depth"),
+              "continuation": (sum(g.continuation for g in groups), continuation, "max_continuation_callable_depth")}
+    for which, (count, depth, name) in counts.items():
+        if count and depth == 0:
+            raise ValueError(f"the pipeline has {count} {which} callable program(s) but {name} is 0: "
+                             f"declare how deep their calls nest ({name}=1 when none calls another)")
+
+
+def check_primitives(groups: Sequence[ProgramGroup], options: PipelineOptions) -> None:
+    """Refuse hit groups whose primitives the pipeline's ``primitive_type_flags`` leave out.
+
+    Raises
+    ------
+    ValueError
+        Naming the flag to add.
+    """
+    for group in groups:
+        if group.intersection is None:
+            continue
+        kind = primitive_kind(group.intersection)
+        if not int(options.primitive_type_flags) & int(kind.flag):
+            raise ValueError(f"a hit group intersects {kind.name!r} primitives but the pipeline's "
+                             f"primitive_type_flags leave them out: add PrimitiveTypeFlags.{kind.flag.name}")
 
 
 class Pipeline:
     """A linked OptiX pipeline with its stack sizes set.
 
-    Created through :meth:`Context.create_pipeline` (or this constructor: both
-    register the pipeline with the context, which closes it).
+    The constructor registers the pipeline with the context, which closes it.
 
     Parameters
     ----------
     ctx : Context
     program_groups : sequence of ProgramGroup
-        Exactly one raygen group, any number of miss and hit groups.
+        Exactly one raygen group, any number of miss, hit and callables groups.
     max_trace_depth : int
         Deepest nesting of ``trace`` calls (1: raygen traces, hit programs do not).
+    max_direct_callable_depth, max_continuation_callable_depth : int
+        Deepest chain of direct (continuation) callables calling each other: 1 when a program calls one
+        and that one calls none. Needed, at least 1, when the groups hold such callables.
+    max_traversable_depth : int, optional
+        Depth of the traversable graph traced (default: from the options' graph flags, see
+        :attr:`PipelineOptions.max_traversable_depth`): an IAS over motion transforms over GASes is 3.
     pipeline_options : PipelineOptions or dict, optional
         Must equal the options every module was compiled with (default: theirs).
+
+    Attributes
+    ----------
+    stack_sizes : tuple of int
+        ``(direct callables from traversal, direct callables from state, continuation)`` in bytes.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad groups or depths (see :func:`check_callable_depths`, :func:`check_primitives`), before OptiX
+        is asked.
     """
 
     def __init__(
@@ -83,6 +154,9 @@ class Pipeline:
         program_groups: Sequence[ProgramGroup],
         *,
         max_trace_depth: int = 1,
+        max_direct_callable_depth: int = 0,
+        max_continuation_callable_depth: int = 0,
+        max_traversable_depth: int | None = None,
         pipeline_options: PipelineOptions | dict | None = None,
     ) -> None:
         ctx.require_open()
@@ -95,21 +169,55 @@ class Pipeline:
         if sum(g.kind == t.ProgramGroupKind.RAYGEN for g in groups) != 1:
             raise ValueError("a pipeline needs exactly one raygen program group")
         max_trace_depth = as_int("max_trace_depth", max_trace_depth, 1, 31)
-        module_options = {m.pipeline_options for g in groups for m in g.modules}
-        if pipeline_options is None:
-            if len(module_options) > 1:
-                raise ValueError("the modules of one pipeline were compiled with different PipelineOptions")
-            options = next(iter(module_options)) if module_options else PipelineOptions()
-        else:
-            options = coerce_options(PipelineOptions, pipeline_options)
-            if module_options - {options}:
-                raise ValueError("pipeline_options differ from the options its modules were compiled with")
-        self.pipeline_options = options
+        self.max_direct_callable_depth = as_int("max_direct_callable_depth", max_direct_callable_depth, 0,
+                                                MAX_CALLABLE_DEPTH)
+        self.max_continuation_callable_depth = as_int("max_continuation_callable_depth",
+                                                      max_continuation_callable_depth, 0, MAX_CALLABLE_DEPTH)
+        check_callable_depths(groups, self.max_direct_callable_depth, self.max_continuation_callable_depth)
+        self.pipeline_options = options = self._options(groups, pipeline_options)
+        check_primitives(groups, options)
+        self.max_traversable_depth = (options.max_traversable_depth if max_traversable_depth is None
+                                      else as_int("max_traversable_depth", max_traversable_depth, 1, 31))
         self.program_groups = groups
         self.max_trace_depth = max_trace_depth
+        self.handle = self._create(groups)
+        sizes = merge_stack_sizes([g.stack_sizes(self) for g in groups])
+        self.stack_sizes = compute_stack_sizes(sizes, self.max_trace_depth, self.max_continuation_callable_depth,
+                                               self.max_direct_callable_depth)
+        check(
+            ctx.api.optixPipelineSetStackSize(self.handle, *self.stack_sizes, self.max_traversable_depth),
+            "optixPipelineSetStackSize",
+            api=ctx.api,
+        )
+        ctx.track(self)
 
-        compile_struct = options.to_struct()
-        link = t.PipelineLinkOptions(self.max_trace_depth)
+    @staticmethod
+    def _options(groups: list[ProgramGroup], given: PipelineOptions | dict | None) -> PipelineOptions:
+        module_options = {m.pipeline_options for g in groups for m in g.modules}
+        if given is None:
+            if len(module_options) > 1:
+                raise ValueError("the modules of one pipeline were compiled with different PipelineOptions")
+            return next(iter(module_options)) if module_options else PipelineOptions()
+        options = coerce_options(PipelineOptions, given)
+        if module_options - {options}:
+            raise ValueError("pipeline_options differ from the options its modules were compiled with")
+        return options
+
+    def _link_options(self) -> Any:
+        structs = self.ctx.api.structs
+        link = structs.pipeline_link_options()
+        link.maxTraceDepth = self.max_trace_depth
+        if structs.has_link_depths:  # ABI 118 sizes its default stacks from these; the older ones take them below
+            link.maxContinuationCallableDepth = self.max_continuation_callable_depth
+            link.maxDirectCallableDepthFromState = self.max_direct_callable_depth
+            link.maxDirectCallableDepthFromTraversal = self.max_direct_callable_depth
+            link.maxTraversableGraphDepth = self.max_traversable_depth
+        return link
+
+    def _create(self, groups: list[ProgramGroup]) -> int:
+        ctx = self.ctx
+        compile_struct = self.pipeline_options.to_struct(ctx.abi)
+        link = self._link_options()
         handles = (ctypes.c_void_p * len(groups))(*[g.handle for g in groups])
         log, log_size = log_buffer()
         handle = ctypes.c_void_p()
@@ -122,18 +230,7 @@ class Pipeline:
             log.value,
             api=ctx.api,
         )
-        self.handle = handle.value or 0
-        sizes = merge_stack_sizes([g.stack_sizes(self) for g in groups])
-        dc_traversal, dc_state, continuation = compute_stack_sizes(sizes, self.max_trace_depth)
-        self.stack_sizes = (dc_traversal, dc_state, continuation)
-        check(
-            ctx.api.optixPipelineSetStackSize(
-                self.handle, dc_traversal, dc_state, continuation, options.max_traversable_depth
-            ),
-            "optixPipelineSetStackSize",
-            api=ctx.api,
-        )
-        ctx.track(self)
+        return handle.value or 0
 
     def launch(
         self, sbt: ShaderBindingTable, params: Any, width: int, height: int = 1, depth: int = 1, *,

@@ -1,4 +1,4 @@
-"""The shader binding table: records packed on the host, uploaded through pinned memory.
+"""The shader binding table: raygen, miss, hit group and callables records, packed on the host, uploaded through pinned memory.
 
 Each record is the program group's 32-byte header followed by the user's
 data, laid out as a numpy structured dtype (see :func:`record_dtype`).
@@ -20,7 +20,7 @@ import numpy as np
 
 from .._optix import types as t
 from ..cuda import Readiness, as_cupy_stream
-from ._module import ProgramGroup
+from ._groups import ProgramGroup
 
 if TYPE_CHECKING:
     from ..cuda import Context
@@ -63,6 +63,23 @@ def _split(entry: Any, kind: t.ProgramGroupKind, role: str) -> tuple[ProgramGrou
     return group, data
 
 
+def _struct(base: int, layout: list[tuple[str, list, int, int]]) -> t.ShaderBindingTable:
+    """The ``OptixShaderBindingTable`` of records laid out from device address ``base``."""
+    s = t.ShaderBindingTable()
+    for name, records, stride, offset in layout:
+        address = base + offset if records else 0
+        if name == "raygen":
+            s.raygenRecord = base + offset
+        elif name == "miss":
+            s.missRecordBase, s.missRecordStrideInBytes, s.missRecordCount = address, stride, len(records)
+        elif name == "hitgroup":
+            s.hitgroupRecordBase, s.hitgroupRecordStrideInBytes, s.hitgroupRecordCount = address, stride, len(records)
+        else:
+            s.callablesRecordBase, s.callablesRecordStrideInBytes = address, stride
+            s.callablesRecordCount = len(records)
+    return s
+
+
 class ShaderBindingTable:
     """Raygen, miss and hit group records on the device.
 
@@ -74,6 +91,9 @@ class ShaderBindingTable:
         Miss records, indexed by the ``miss_index`` of a trace.
     hitgroup : sequence of ProgramGroup or (ProgramGroup, data)
         Hit group records, indexed by SBT offset and stride.
+    callables : sequence of ProgramGroup or (ProgramGroup, data)
+        Callables records: record ``k`` is the ``sbt_index`` ``k`` of ``oa::direct_call`` and
+        ``oa::continuation_call``.
     stream : stream, optional
         Stream of the upload (default: the context's stream).
 
@@ -98,6 +118,7 @@ class ShaderBindingTable:
         raygen: Any,
         miss: Sequence[Any] = (),
         hitgroup: Sequence[Any] = (),
+        callables: Sequence[Any] = (),
         *,
         stream: Any = None,
     ) -> None:
@@ -108,6 +129,7 @@ class ShaderBindingTable:
             ("raygen", [_split(raygen, t.ProgramGroupKind.RAYGEN, "raygen")]),
             ("miss", [_split(m, t.ProgramGroupKind.MISS, "miss") for m in miss]),
             ("hitgroup", [_split(h, t.ProgramGroupKind.HITGROUP, "hitgroup") for h in hitgroup]),
+            ("callables", [_split(c, t.ProgramGroupKind.CALLABLES, "callables") for c in callables]),
         ]
         for role, records in sections:
             for group, _ in records:
@@ -134,20 +156,7 @@ class ShaderBindingTable:
         self.ready.adopt(ctx.deferred.after(stream), stream)
         self._groups = [g for _, records, _, _ in layout for g, _ in records]  # keep groups alive
 
-        base = int(self.buffer.data.ptr)
-        s = t.ShaderBindingTable()
-        for name, records, stride, offset in layout:
-            if name == "raygen":
-                s.raygenRecord = base + offset
-            elif name == "miss":
-                s.missRecordBase = base + offset if records else 0
-                s.missRecordStrideInBytes = stride
-                s.missRecordCount = len(records)
-            else:
-                s.hitgroupRecordBase = base + offset if records else 0
-                s.hitgroupRecordStrideInBytes = stride
-                s.hitgroupRecordCount = len(records)
-        self.struct = s
+        self.struct = _struct(int(self.buffer.data.ptr), layout)
         ctx.track(self)
 
     @property

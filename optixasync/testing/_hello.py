@@ -65,13 +65,14 @@ def render_triangle(
     miss_color: tuple[float, float, float] = (0.1, 0.2, 0.3),
     view: tuple[float, float, float, float] = (-1.0, -1.0, 1.0, 1.0),
     eye_z: float = -1.0,
+    compile_threads: int = 0,
 ) -> HelloResult:
     """Render ``vertices`` with an orthographic camera looking along +z.
 
     Pixel (x, y) covers world ``view_min + (x+0.5, y+0.5) / size * (view_max - view_min)``
-    in xy; row 0 is the smallest y.
+    in xy; row 0 is the smallest y. ``compile_threads``: see :class:`~optixasync.Module`.
     """
-    renderer = HelloRenderer(ctx, miss_color, TraversableGraphFlags.ALLOW_SINGLE_GAS)
+    renderer = HelloRenderer(ctx, miss_color, TraversableGraphFlags.ALLOW_SINGLE_GAS, compile_threads=compile_threads)
     stream = ctx.stream
     gas = GeometryAccel(ctx, TriangleInput(np.ascontiguousarray(vertices, dtype=np.float32)), stream=stream)
     image = ctx.memory.empty((height, width, 4), np.float32, stream)
@@ -112,10 +113,12 @@ class HelloRenderer:
         ctx: Context,
         miss_color: tuple[float, float, float] = (0.1, 0.2, 0.3),
         traversable_graph_flags: TraversableGraphFlags = TraversableGraphFlags.ALLOW_ANY,
+        *,
+        compile_threads: int = 0,
     ) -> None:
         start = time.perf_counter()
         options = PipelineOptions(num_payload_values=4, traversable_graph_flags=traversable_graph_flags)
-        self.module = Module(ctx, "hello_triangle.cu", pipeline_options=options)
+        self.module = Module(ctx, "hello_triangle.cu", pipeline_options=options, compile_threads=compile_threads)
         module_done = time.perf_counter()
         self.raygen = ProgramGroup.raygen(ctx, self.module, "__raygen__hello")
         self.miss = ProgramGroup.miss(ctx, self.module, "__miss__hello")

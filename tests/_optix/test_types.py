@@ -1,7 +1,11 @@
-"""The ctypes declarations against the OptiX host ABI 87 (OptiX 8.0), numbers measured from the C headers (x86-64).
+"""The ctypes declarations every ABI shares, against numbers measured from NVIDIA's C headers (x86-64).
 
-Every struct, union and enum declared in ``optixasync._optix._types`` must appear in the tables below, so a
-declaration added without a layout check fails here.
+The layouts below are those of ``optix_types.h`` of OptiX 8.0 (ABI 87); OptiX 8.1, 9.0 and 9.1 (ABI 93, 105,
+118) give the same numbers for each of them (measured with ``sizeof``/``offsetof`` against each release's
+header). The structs whose layout changed between ABIs are checked per ABI in ``test_abi_layouts.py``.
+
+Every struct, union and enum declared in ``optixasync._optix._types`` and ``_types_geometry`` must appear in the
+tables below, so a declaration added without a layout check fails here.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import pytest
 
 # The binding's ctypes declarations have no public door beyond the few flag enums re-exported by optixasync;
 # ``optixasync._optix.types`` is the binding layer's own name for the module.
+from optixasync._optix import _types_geometry
 from optixasync._optix import types as t
 
 # name -> (sizeof, alignment, {field: offset}). Every declared field is listed.
@@ -72,6 +77,34 @@ STRUCT_LAYOUTS: dict[str, tuple[int, int, dict[str, int]]] = {
     # The anonymous union of OptixBuildInput is the field "u" at 8 (the ABI pads it to 1024 bytes).
     "BuildInput": (1032, 8, {"type": 0, "u": 8}),
     "MotionOptions": (12, 4, {"numKeys": 0, "flags": 2, "timeBegin": 4, "timeEnd": 8}),
+    "Aabb": (24, 4, {"minX": 0, "minY": 4, "minZ": 8, "maxX": 12, "maxY": 16, "maxZ": 20}),
+    "BuildInputCurveArray": (80, 8, {
+        "curveType": 0, "numPrimitives": 4, "vertexBuffers": 8, "numVertices": 16, "vertexStrideInBytes": 20,
+        "widthBuffers": 24, "widthStrideInBytes": 32, "normalBuffers": 40, "normalStrideInBytes": 48,
+        "indexBuffer": 56, "indexStrideInBytes": 64, "flag": 68, "primitiveIndexOffset": 72, "endcapFlags": 76,
+    }),
+    "BuildInputSphereArray": (72, 8, {
+        "vertexBuffers": 0, "vertexStrideInBytes": 8, "numVertices": 12, "radiusBuffers": 16,
+        "radiusStrideInBytes": 24, "singleRadius": 28, "flags": 32, "numSbtRecords": 40, "sbtIndexOffsetBuffer": 48,
+        "sbtIndexOffsetSizeInBytes": 56, "sbtIndexOffsetStrideInBytes": 60, "primitiveIndexOffset": 64,
+    }),
+    "BuildInputCustomPrimitiveArray": (56, 8, {
+        "aabbBuffers": 0, "numPrimitives": 8, "strideInBytes": 12, "flags": 16, "numSbtRecords": 24,
+        "sbtIndexOffsetBuffer": 32, "sbtIndexOffsetSizeInBytes": 40, "sbtIndexOffsetStrideInBytes": 44,
+        "primitiveIndexOffset": 48,
+    }),
+    "BuiltinISOptions": (16, 4, {
+        "builtinISModuleType": 0, "usesMotionBlur": 4, "buildFlags": 8, "curveEndcapFlags": 12,
+    }),
+    "StaticTransform": (112, 8, {"child": 0, "pad": 8, "transform": 16, "invTransform": 64}),
+    "MatrixMotionTransform": (128, 8, {"child": 0, "motionOptions": 8, "pad": 20, "transform": 32}),
+    "SRTData": (64, 4, {name: 4 * k for k, name in enumerate(
+        ("sx", "a", "b", "pvx", "sy", "c", "pvy", "sz", "pvz", "qx", "qy", "qz", "qw", "tx", "ty", "tz"))}),
+    "SRTMotionTransform": (160, 8, {"child": 0, "motionOptions": 8, "pad": 20, "srtData": 32}),
+    "ModuleCompileBoundValueEntry": (32, 8, {
+        "pipelineParamOffsetInBytes": 0, "sizeInBytes": 8, "boundValuePtr": 16, "annotation": 24,
+    }),
+    "PayloadType": (16, 8, {"numPayloadValues": 0, "payloadSemantics": 8}),
     "AccelBuildOptions": (20, 4, {"buildFlags": 0, "operation": 4, "motionOptions": 8}),
     "AccelBufferSizes": (24, 8, {"outputSizeInBytes": 0, "tempSizeInBytes": 8, "tempUpdateSizeInBytes": 16}),
     "AccelEmitDesc": (16, 8, {"result": 0, "type": 8}),
@@ -84,7 +117,8 @@ STRUCT_LAYOUTS: dict[str, tuple[int, int, dict[str, int]]] = {
 # Unions: name -> (sizeof, {member: offset}); every member starts at 0.
 UNION_LAYOUTS: dict[str, tuple[int, dict[str, int]]] = {
     "_ProgramGroupUnion": (48, {"raygen": 0, "miss": 0, "exception": 0, "callables": 0, "hitgroup": 0}),
-    "_BuildInputUnion": (1024, {"triangleArray": 0, "instanceArray": 0, "pad": 0}),
+    "_BuildInputUnion": (1024, {"triangleArray": 0, "curveArray": 0, "sphereArray": 0, "customPrimitiveArray": 0,
+                                "instanceArray": 0, "pad": 0}),
 }
 
 # Members of the anonymous unions, reached through the outer struct: (struct, member) -> (offset, size).
@@ -96,6 +130,9 @@ ANONYMOUS_MEMBERS: dict[tuple[str, str], tuple[int, int]] = {
     ("ProgramGroupDesc", "hitgroup"): (8, 48),
     ("BuildInput", "triangleArray"): (8, 240),
     ("BuildInput", "instanceArray"): (8, 16),
+    ("BuildInput", "curveArray"): (8, 80),
+    ("BuildInput", "sphereArray"): (8, 72),
+    ("BuildInput", "customPrimitiveArray"): (8, 56),
 }
 
 # Enum class name -> {member name: value}. Every member of every enum class.
@@ -124,6 +161,7 @@ ENUM_VALUES: dict[str, dict[str, int]] = {
         "ERROR_PIPELINE_OUT_OF_CONSTANT_MEMORY": 7250,
         "ERROR_PIPELINE_LINK_ERROR": 7251,
         "ERROR_ILLEGAL_DURING_TASK_EXECUTE": 7270,
+        "ERROR_CREATION_CANCELED": 7290,
         "ERROR_INTERNAL_COMPILER_ERROR": 7299,
         "ERROR_DENOISER_MODEL_NOT_SET": 7300,
         "ERROR_DENOISER_NOT_INITIALIZED": 7301,
@@ -139,6 +177,8 @@ ENUM_VALUES: dict[str, dict[str, int]] = {
         "ERROR_ENTRY_SYMBOL_NOT_FOUND": 7805,
         "ERROR_LIBRARY_UNLOAD_FAILURE": 7806,
         "ERROR_DEVICE_OUT_OF_MEMORY": 7807,
+        "ERROR_INVALID_POINTER": 7808,
+        "ERROR_SYMBOL_NOT_FOUND": 7809,
         "ERROR_CUDA_ERROR": 7900,
         "ERROR_INTERNAL_ERROR": 7990,
         "ERROR_UNKNOWN": 7999,
@@ -153,13 +193,21 @@ ENUM_VALUES: dict[str, dict[str, int]] = {
         "LIMIT_NUM_BITS_INSTANCE_VISIBILITY_MASK": 0x2007,
         "LIMIT_MAX_SBT_RECORDS_PER_GAS": 0x2008,
         "LIMIT_MAX_SBT_OFFSET": 0x2009,
+        "SHADER_EXECUTION_REORDERING": 0x200A,
+        "COOP_VEC": 0x200B,
+        "CLUSTER_ACCEL": 0x2020,
+        "LIMIT_MAX_CLUSTER_VERTICES": 0x2021,
+        "LIMIT_MAX_CLUSTER_TRIANGLES": 0x2022,
+        "LIMIT_MAX_STRUCTURED_GRID_RESOLUTION": 0x2023,
+        "LIMIT_MAX_CLUSTER_SBT_INDEX": 0x2024,
+        "LIMIT_MAX_CLUSTERS_PER_GAS": 0x2025,
     },
     "ValidationMode": {"OFF": 0, "ALL": 0xFFFFFFFF},
     "GeometryFlags": {
         "NONE": 0, "DISABLE_ANYHIT": 1, "REQUIRE_SINGLE_ANYHIT_CALL": 2, "DISABLE_TRIANGLE_FACE_CULLING": 4,
     },
     "HitKind": {"TRIANGLE_FRONT_FACE": 0xFE, "TRIANGLE_BACK_FACE": 0xFF},
-    "IndicesFormat": {"NONE": 0, "UNSIGNED_SHORT3": 0x2102, "UNSIGNED_INT3": 0x2103},
+    "IndicesFormat": {"NONE": 0, "UNSIGNED_BYTE3": 0x2101, "UNSIGNED_SHORT3": 0x2102, "UNSIGNED_INT3": 0x2103},
     "VertexFormat": {"NONE": 0, "FLOAT3": 0x2121, "FLOAT2": 0x2122, "HALF3": 0x2123, "HALF2": 0x2124},
     "TransformFormat": {"NONE": 0, "MATRIX_FLOAT12": 0x21E1},
     "BuildInputType": {
@@ -189,7 +237,29 @@ ENUM_VALUES: dict[str, dict[str, int]] = {
         "RAYGEN": 0x2421, "MISS": 0x2422, "EXCEPTION": 0x2423, "HITGROUP": 0x2424, "CALLABLES": 0x2425,
     },
     "ExceptionFlags": {"NONE": 0, "STACK_OVERFLOW": 1, "TRACE_DEPTH": 2, "USER": 4},
-    "PrimitiveTypeFlags": {"CUSTOM": 1, "TRIANGLE": 0x80000000},
+    "PrimitiveTypeFlags": {
+        "CUSTOM": 1, "ROUND_QUADRATIC_BSPLINE": 2, "ROUND_CUBIC_BSPLINE": 4, "ROUND_LINEAR": 8,
+        "ROUND_CATMULLROM": 16, "FLAT_QUADRATIC_BSPLINE": 32, "SPHERE": 64, "ROUND_CUBIC_BEZIER": 128,
+        "ROUND_QUADRATIC_BSPLINE_ROCAPS": 256, "ROUND_CUBIC_BSPLINE_ROCAPS": 512, "ROUND_CATMULLROM_ROCAPS": 1024,
+        "ROUND_CUBIC_BEZIER_ROCAPS": 2048, "TRIANGLE": 0x80000000,
+    },
+    "PrimitiveType": {
+        "CUSTOM": 0x2500, "ROUND_QUADRATIC_BSPLINE": 0x2501, "ROUND_CUBIC_BSPLINE": 0x2502, "ROUND_LINEAR": 0x2503,
+        "ROUND_CATMULLROM": 0x2504, "FLAT_QUADRATIC_BSPLINE": 0x2505, "SPHERE": 0x2506, "ROUND_CUBIC_BEZIER": 0x2507,
+        "ROUND_QUADRATIC_BSPLINE_ROCAPS": 0x2508, "ROUND_CUBIC_BSPLINE_ROCAPS": 0x2509,
+        "ROUND_CATMULLROM_ROCAPS": 0x250A, "ROUND_CUBIC_BEZIER_ROCAPS": 0x250B, "TRIANGLE": 0x2531,
+    },
+    "CurveEndcapFlags": {"DEFAULT": 0, "ON": 1},
+    "MotionFlags": {"NONE": 0, "START_VANISH": 1, "END_VANISH": 2},
+    "TraversableType": {"STATIC_TRANSFORM": 0x21C1, "MATRIX_MOTION_TRANSFORM": 0x21C2, "SRT_MOTION_TRANSFORM": 0x21C3},
+    "ModuleCompileState": {
+        "NOT_STARTED": 0x2360, "STARTED": 0x2361, "IMPENDING_FAILURE": 0x2362, "FAILED": 0x2363, "COMPLETED": 0x2364,
+    },
+    "PayloadSemantics": {
+        "TRACE_CALLER_READ": 1, "TRACE_CALLER_WRITE": 2, "TRACE_CALLER_READ_WRITE": 3, "CH_READ": 4, "CH_WRITE": 8,
+        "CH_READ_WRITE": 12, "MS_READ": 16, "MS_WRITE": 32, "MS_READ_WRITE": 48, "AH_READ": 64, "AH_WRITE": 128,
+        "AH_READ_WRITE": 192, "IS_READ": 256, "IS_WRITE": 512, "IS_READ_WRITE": 768,
+    },
 }
 
 CONSTANTS = {
@@ -197,15 +267,19 @@ CONSTANTS = {
     "SBT_RECORD_ALIGNMENT": 16,
     "ACCEL_BUFFER_BYTE_ALIGNMENT": 128,
     "INSTANCE_BYTE_ALIGNMENT": 16,
+    "AABB_BUFFER_BYTE_ALIGNMENT": 8,
+    "TRANSFORM_BYTE_ALIGNMENT": 64,
+    "COMPILE_MAX_PAYLOAD_TYPES": 8,
 }
 
 
 def _declared(base: type) -> dict[str, type]:
-    """Classes derived from ``base`` that ``_types`` itself declares (not imported ones)."""
+    """Classes derived from ``base`` that ``_types`` and ``_types_geometry`` declare (not imported ones)."""
+    modules = (t.__name__, _types_geometry.__name__)
     return {
         name: obj
         for name, obj in vars(t).items()
-        if isinstance(obj, type) and issubclass(obj, base) and obj.__module__ == t.__name__
+        if isinstance(obj, type) and issubclass(obj, base) and obj.__module__ in modules
     }
 
 

@@ -12,6 +12,7 @@ import pytest
 from optixasync import ExceptionFlags, PrimitiveTypeFlags, TraversableGraphFlags
 
 # The binding's ctypes declarations (StackSizes, the compile-option structs and enums) have no public door.
+from optixasync._optix import structs_for
 from optixasync._optix import types as t
 from optixasync.cuda import Context
 from optixasync.program import (
@@ -258,23 +259,30 @@ class NoDriverCall(AssertionError):
 class FakeApi:
     """The OptiX calls that creating groups, pipelines and SBTs make, answered without a driver."""
 
-    def __init__(self) -> None:
+    def __init__(self, abi: int = 87) -> None:
         self._handles = itertools.count(0x1000, 0x10)
+        self.abi = abi
+        self.structs = structs_for(abi)
+        self.calls: list = []  # (name, arguments) of the calls made
 
     def _new_handle(self, handle_ref) -> int:
         handle_ref._obj.value = next(self._handles)  # byref() keeps the object it points at in _obj
         return 0
 
     def optixProgramGroupCreate(self, ctx, desc, count, options, log, log_size, handle):
+        self.calls.append(("optixProgramGroupCreate", t.ProgramGroupDesc.from_buffer_copy(desc._obj), options._obj))
         return self._new_handle(handle)
 
     def optixPipelineCreate(self, ctx, compile_options, link_options, groups, count, log, log_size, handle):
+        self.calls.append(("optixPipelineCreate", bytes(compile_options._obj), bytes(link_options._obj)))
         return self._new_handle(handle)
 
     def optixProgramGroupGetStackSize(self, group, sizes, pipeline):
+        sizes._obj.cssCC, sizes._obj.dssDC, sizes._obj.cssRG = 24, 16, 100
         return 0
 
     def optixPipelineSetStackSize(self, pipeline, dc_traversal, dc_state, continuation, depth):
+        self.calls.append(("optixPipelineSetStackSize", (dc_traversal, dc_state, continuation, depth)))
         return 0
 
     def optixSbtRecordPackHeader(self, group, address):
@@ -290,10 +298,11 @@ class FakeApi:
 class FakeDeviceContext(Context):
     """A device context without a device: the real ownership checks, stand-ins for the driver and memory."""
 
-    def __init__(self, device_id: int = 0) -> None:  # no super().__init__(): it would load the driver
+    def __init__(self, device_id: int = 0, abi: int = 87) -> None:  # no super().__init__(): it would load the driver
         self.handle = 0xC0DE
         self.device_id = device_id
-        self.api = FakeApi()
+        self.abi = abi
+        self.api = FakeApi(abi)
         self.stream = 0x5000 + device_id  # a raw CUstream handle is a stream-like
         self.tracked: list = []
         self.memory = SimpleNamespace(empty=lambda shape, dtype, stream: SimpleNamespace(
