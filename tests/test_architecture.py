@@ -240,7 +240,6 @@ def _one_cycle(component: list[str], edges: dict[str, list[str]]) -> list[str]:
 #: layer, item 6): tolerated here until then, and no others. The CLI's render command still names its plan's
 #: type from the GPU half (under TYPE_CHECKING) while the plan imports that half lazily.
 CYCLES_BEING_REMOVED = (
-    ("optixasync._driver", "optixasync._optix._loader"),
 )
 
 
@@ -336,3 +335,53 @@ def test_every_module_that_talks_to_cuda_lists_its_blocking_calls():
         if not heading:
             missing.append(str(path.relative_to(PACKAGE.parent)))
     assert not missing, f"modules that talk to CUDA without a '{BLOCKING_HEADING}' section: {missing}"
+
+
+#: CUDA mechanisms that live in ``cuda/`` only (STYLE: mechanisms into ``cuda/`` first): attribute names of
+#: CuPy's raw copies (runtime and ``MemoryPointer``), its scoped allocator and its stream wrapper. (``cuda``'s own
+#: ``PinnedBuffer.copy_*_device_async`` are the mechanism, used by the scheduler.)
+CUDA_ONLY_ATTRIBUTES = {"using_allocator", "ExternalStream", "memcpyAsync", "memcpy", "memcpy2DAsync",
+                        "copy_from_host_async", "copy_to_host_async"}
+#: Modules outside ``cuda/`` allowed to name them: the recording stand-in of the CUDA runtime.
+CUDA_ONLY_EXEMPT = {"optixasync/testing/_stubcuda.py"}
+
+
+def cuda_mechanisms(source: str) -> list[tuple[int, str]]:
+    """(line, what) of each CUDA mechanism ``source`` uses by hand: the attributes above, ``cupy.cuda.Device(...)``
+    (``use_device``/``on_device`` instead), and an array's ``set``/``get`` with a ``stream=`` (``Context.upload_into``,
+    ``PinnedPool.download``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in CUDA_ONLY_ATTRIBUTES:
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            if func.attr == "Device" and isinstance(func.value, ast.Attribute) and func.value.attr == "cuda":
+                found.append((node.lineno, "cuda.Device(...)"))
+            elif func.attr in ("set", "get") and any(k.arg == "stream" for k in node.keywords):
+                found.append((node.lineno, f".{func.attr}(..., stream=...)"))
+    return found
+
+
+def test_cuda_mechanisms_live_in_cuda():
+    """Raw async copies, ``Device(...).use()``, ``using_allocator`` and ``ExternalStream`` only under ``cuda/``."""
+    outside = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        if rel.startswith("optixasync/cuda/") or rel in CUDA_ONLY_EXEMPT:
+            continue
+        outside += [f"{rel}:{line} {what}" for line, what in cuda_mechanisms(path.read_text())]
+    assert not outside, "CUDA mechanisms by hand outside cuda/ (use optixasync.cuda's):\n" + "\n".join(outside)
+
+
+@pytest.mark.parametrize("line, what", [
+    ("cupy.cuda.Device(1).use()", "cuda.Device(...)"),
+    ("with cp.cuda.using_allocator(pool.malloc): pass", "using_allocator"),
+    ("s = cupy.cuda.ExternalStream(handle)", "ExternalStream"),
+    ("cupy.cuda.runtime.memcpyAsync(d, s, n, kind, stream)", "memcpyAsync"),
+    ("array.set(host, stream=stream)", ".set(..., stream=...)"),
+    ("host = array.get(stream=stream)", ".get(..., stream=...)"),
+])
+def test_the_mechanism_rule_can_fail(line, what):
+    assert cuda_mechanisms(f"import cupy\n{line}\n") == [(2, what)]
+    assert cuda_mechanisms("value = settings.get('stream')\nd.set(1)\n") == []

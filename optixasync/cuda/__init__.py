@@ -14,7 +14,7 @@ after an event (:func:`wait_event`, :class:`Readiness`) or after another
 stream (:func:`join_streams`), uploads into new or existing device buffers
 (``Context.upload``, ``Context.upload_into``) and downloads into pinned
 memory (``PinnedPool.download``), launch parameters staged in pinned memory
-(:class:`StagedStruct`), the device current in a thread (:func:`use_device`),
+(:class:`StagedStruct`), the device current in a thread (:func:`use_device`, or for a block :func:`on_device`),
 CuPy array code on a given stream and pool (``DeviceMemory.scope``), timing GPU work
 (:class:`GpuTimer`), converting any stream-like (:func:`as_cupy_stream`),
 translating CUDA failures into :class:`~optixasync.errors.CudaError`,
@@ -37,7 +37,7 @@ from ._errors import as_cuda_error, cuda_errors, reraise
 from ._events import EventPool, elapsed_ms, event_done, fence_event, record_event, synchronize, timing_event
 from ._graph import StreamGraph
 from ._interop import ConsumedArray, consume_device_array, is_library_array
-from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer, use_device
+from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer, on_device, use_device
 from ._nvtx import enable_nvtx, nvtx_enabled, nvtx_range
 from ._ready import Readiness
 from ._spin import spin_gpu
@@ -75,6 +75,7 @@ __all__ = [
     "join_streams",
     "nvtx_enabled",
     "nvtx_range",
+    "on_device",
     "record_event",
     "register_setup_step",
     "reraise",

@@ -58,7 +58,7 @@ after a build on ``stream`` (a GPU-side wait).
 
 Handing optixasync's arrays to other libraries
 -----------------------------------------------
-optixasync's device arrays (``PathTracer.accumulation``, ``DeviceScene.vertices``,
+optixasync's device arrays (``RenderPipeline.accumulation``, a scene table's vertices,
 images of a frame) are CuPy arrays: they export ``__dlpack__`` and
 ``__cuda_array_interface__`` themselves, without a copy. ``torch.from_dlpack(array)``
 passes PyTorch's current stream to CuPy's ``__dlpack__(stream=...)``, which

@@ -64,6 +64,24 @@ def use_device(device_id: int) -> None:
         cupy.cuda.Device(int(device_id)).use()
 
 
+@contextlib.contextmanager
+def on_device(device_id: int) -> Iterator[None]:
+    """Make CUDA device ``device_id`` current in this thread for the ``with`` block, then restore the previous one.
+
+    For creating objects that belong to a device (streams, events) from a thread whose current device is
+    another; it launches nothing and does not stand for a stream.
+    """
+    import cupy
+
+    with cuda_errors(f"making CUDA device {device_id} current"):
+        scope = cupy.cuda.Device(int(device_id))
+        scope.__enter__()
+    try:
+        yield
+    finally:
+        scope.__exit__(None, None, None)
+
+
 # Streams with live allocations, kept here (reachable from the module, never
 # part of a garbage cycle) until their last allocation is freed: CuPy destroys
 # a stream in its finalizer, and when a stream and an allocation die in the

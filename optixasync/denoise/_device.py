@@ -21,6 +21,7 @@ from typing import Any
 from .._driver import require_cupy
 from ._errors import DenoiseError
 from ._oidn import DEVICE_TYPE_CPU, MIN_VERSION, OidnLibrary, version_string
+from ..cuda import on_device
 from ._streams import EventPair, create_stream, stream_handle
 
 __all__ = ["OidnDevice"]
@@ -108,8 +109,8 @@ class OidnDevice:
             If OIDN refuses to create or commit it.
         """
         handle = None if stream is None else stream_handle(stream)
-        cupy = require_cupy()
-        with cupy.cuda.Device(device_id):
+        require_cupy()
+        with on_device(device_id):
             if stream is None:
                 stream = create_stream()
                 handle = stream_handle(stream)

@@ -14,8 +14,9 @@ tracer) are registered by name (:func:`register_integrator`); the outputs a
 frame can produce are :data:`OUTPUTS`; stages run after each launch
 (:class:`Tonemap`, :class:`Readback`, :class:`WriteImages`, and the
 denoiser's :class:`optixasync.denoise.Denoise`); light types are registered
-like BSDF families (:func:`register_light_type`,
-:func:`optixasync.scene.register_bsdf`); frame updates
+in :mod:`optixasync.render.lights` like BSDF families in
+:mod:`optixasync.scene` (:func:`~optixasync.render.lights.register_light_type`,
+:func:`~optixasync.scene.register_bsdf`); frame updates
 (:class:`ClothMotion`, :class:`CameraSwing`, or any callable) change a frame
 before its launch. Importing this package loads no CUDA library.
 """
@@ -23,28 +24,23 @@ before its launch. Importing this package loads no CUDA library.
 from __future__ import annotations
 
 from . import _path  # noqa: F401 (registers the path integrator)
-from ._device_scene import DeviceScene, check_scene
-from ._integrator import Integrator, Launch, integrator_class, integrators, register_integrator
+from ._device_scene import check_scene
+from ._integrator import Integrator, Launch, integrators, register_integrator
 from ._options import RenderOptions
 from ._outputs import OUTPUTS, Output
-from ._pipeline import DEFAULT, RenderPipeline
+from ._pipeline import RenderPipeline
 from ._stages import FrameBuffers, Readback, Stage, Tonemap, WriteImages
-from ._updates import CameraSwing, ClothMotion, FrameUpdate, swing_camera
-from .lights import LightType, PunctualLightType, light_types, register_light_type
+from ._updates import CameraSwing, ClothMotion, FrameUpdate
 
 __all__ = [
     "CameraSwing",
     "ClothMotion",
-    "DEFAULT",
-    "DeviceScene",
     "FrameBuffers",
     "FrameUpdate",
     "Integrator",
     "Launch",
-    "LightType",
     "OUTPUTS",
     "Output",
-    "PunctualLightType",
     "Readback",
     "RenderOptions",
     "RenderPipeline",
@@ -52,10 +48,6 @@ __all__ = [
     "Tonemap",
     "WriteImages",
     "check_scene",
-    "integrator_class",
     "integrators",
-    "light_types",
     "register_integrator",
-    "register_light_type",
-    "swing_camera",
 ]

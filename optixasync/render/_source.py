@@ -3,7 +3,7 @@
 ``kernels/pathtracer.cu`` holds the raygen, hit and miss programs; what a
 new BSDF family or light type adds is generated in front of it from the
 registered descriptors (:func:`~optixasync.scene.bsdf_families`,
-:func:`~optixasync.render.light_types`): the headers' includes, the BSDF
+:func:`~optixasync.render.lights.light_types`): the headers' includes, the BSDF
 union and its switches (``bsdf.h`` lists what they provide), the light
 switches (``light_dispatch.h``), and the output sets the raygens are built
 for. The family and type indices are the registration order, which the

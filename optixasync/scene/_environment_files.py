@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LoadLimitError, MissingExtraError
+from ..errors import LoadLimitError
+from ..io import import_openexr
 from ._environment import Environment
 from ._files import AssetFiles
 from ._limits import LoadLimits, as_limits
@@ -154,16 +155,8 @@ def _read_npy(path: Path, files: AssetFiles) -> np.ndarray:
         raise ValueError(f"cannot read numpy file {str(path)!r}: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
-def _import_openexr() -> Any:
-    try:
-        import OpenEXR
-    except ImportError as exc:
-        raise MissingExtraError("reading .exr environment maps", "openexr", "exr") from exc
-    return OpenEXR
-
-
 def _read_exr(path: Path, files: AssetFiles) -> np.ndarray:
-    openexr = _import_openexr()
+    openexr = import_openexr("reading .exr environment maps")
     files.check_size(os.path.getsize(path), "the file")
     try:
         if hasattr(openexr, "File"):  # the numpy API of OpenEXR >= 3.3

@@ -109,6 +109,8 @@ from ._gltf_cameras import GltfCamera, GltfLight
 from ._gltf_data import GLTF_EXTENSIONS, GltfDocument
 from ._gltf_reader import GltfReader
 from ._limits import LoadLimits, as_limits
+from ._material import Material
+from ._mesh import Mesh
 from ._scene import Scene
 
 __all__ = ["GLTF_EXTENSIONS", "SCENE_SUFFIXES", "GltfAnimation", "GltfAsset", "GltfCamera", "GltfChannel",
@@ -189,6 +191,19 @@ def read_gltf(path: str | Path, *, limits: LoadLimits | dict[str, Any] | None = 
         raise ValueError(f"{str(path)!r} is not a glTF file: its suffix must be .gltf or .glb")
     with _collector_paused():
         return GltfReader(GltfDocument(path, limits)).read()
+
+
+def read_gltf_meshes(path: Path, limits: LoadLimits, material: Material) -> list[Mesh]:
+    """The triangle primitives of a glTF file in world space, each of ``material``, decoding no image.
+
+    Raises as :func:`read_gltf`, less what its materials and images raise.
+    """
+    with _collector_paused():
+        asset = GltfReader(GltfDocument(path, limits), material).read()
+    meshes = asset.scene_meshes(False)
+    if not meshes:
+        raise ValueError(f"mesh file {str(path)!r} contains no triangles")
+    return meshes
 
 
 @contextlib.contextmanager

@@ -30,8 +30,9 @@ class GltfMaterials:
     space, transform), however many materials or texture entries use it.
     """
 
-    def __init__(self, doc: GltfDocument) -> None:
+    def __init__(self, doc: GltfDocument, override: Material | None = None) -> None:
         self.doc = doc
+        self.override = override  # when set: every primitive's material, and no image is decoded
         self.file = doc.file
         self.textures: dict[tuple[Any, ...], Texture] = {}
         self.materials: dict[int | None, Material] = {}
@@ -46,6 +47,8 @@ class GltfMaterials:
         """glTF material ``index`` (None: the default material), built once; errors name the file and material."""
         if index is not None:
             index = self.doc.idx(index, "materials", "primitive material")
+        if self.override is not None:
+            return self.override
         if index in self.materials:
             return self.materials[index]
         if index is None:  # glTF's default material: white, fully metallic, fully rough

@@ -19,6 +19,7 @@ from ._gltf_cameras import read_camera, read_light, scene_lights
 from ._gltf_data import GltfDocument
 from ._gltf_json import integer
 from ._gltf_materials import GltfMaterials
+from ._material import Material
 from ._gltf_mesh import primitive_list, read_primitive
 from ._gltf_nodes import Placements, node_locals, normalized_quaternions, place_nodes, scene_roots, trs_matrices
 
@@ -36,12 +37,12 @@ def singular(matrices: np.ndarray) -> np.ndarray:
 
 
 class GltfReader:
-    """Reads one :class:`GltfDocument` into a :class:`GltfAsset`."""
+    """Reads one :class:`GltfDocument` into a :class:`GltfAsset` (with ``material``: every primitive's material)."""
 
-    def __init__(self, doc: GltfDocument) -> None:
+    def __init__(self, doc: GltfDocument, material: Material | None = None) -> None:
         self.doc = doc
         self.file = doc.file
-        self.materials = GltfMaterials(doc)
+        self.materials = GltfMaterials(doc, material)
         self.nodes = doc.items("nodes")
         self.lights = scene_lights(doc)
         self.gpu: dict[int, np.ndarray | None] = {}

@@ -2,7 +2,7 @@
 
 Emissive meshes (a material with an emission) and the environment are the
 scene's other light sources. Each kind is rendered by a light type of the
-renderer (``optixasync.render.light_types()``: a descriptor and a device
+renderer (``optixasync.render.lights.light_types()``: a descriptor and a device
 header each); a scene light of one's own is a data class like these with a
 light type registered for it.
 

@@ -1,13 +1,15 @@
 """Triangle meshes from files (OBJ, PLY, glTF/GLB, STL), and placing them in the Cornell box.
 
-Reading needs the optional ``trimesh`` package (``pip install "optixasync[mesh]"``),
-imported only when a file is loaded. A file holding a scene graph (glTF, an
-OBJ with several objects) is flattened: each geometry instance becomes one
-:class:`Mesh` with its node's world transform applied to the vertices.
-trimesh reads the files a mesh file names (material libraries, buffers,
-textures) through a resolver of ours that reads only inside the mesh file's
-folder (:class:`~optixasync.scene._files.AssetFiles`), whatever trimesh's
-version, so no file outside it is opened; the file itself is bounded by
+One reader per format: OBJ and glTF/GLB go through the project's own readers
+(:mod:`~optixasync.scene._obj`, :mod:`~optixasync.scene._gltf`), which here
+open no material library and decode no image, because the caller gives the
+material; PLY and STL need the optional ``trimesh`` package
+(``pip install "optixasync[mesh]"``), imported only when such a file is
+loaded. A file holding a scene graph (glTF, an OBJ with several materials) is
+flattened: each geometry instance becomes one :class:`Mesh` in world space.
+trimesh would read the files a mesh file names through a resolver of ours
+that reads only inside the mesh file's folder
+(:class:`~optixasync.scene._files.AssetFiles`); every file is bounded by
 ``LoadLimits.max_file_bytes``.
 
 Nothing here talks to CUDA; every array is a host numpy array.
@@ -30,6 +32,7 @@ from ..errors import MissingExtraError
 from ..validation import as_affine
 from ._files import AssetFiles
 from ._limits import LoadLimits, as_limits
+from ._mesh import replace_fields
 
 if TYPE_CHECKING:
     from ._material import Material
@@ -73,12 +76,6 @@ def check_mesh_path(path: str | Path) -> Path:
 
 def _apply(matrix: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     return (vertices.astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]).astype(np.float32)
-
-
-def _homogeneous(matrix: np.ndarray) -> np.ndarray:
-    out = np.eye(4)
-    out[:3] = matrix[:3]
-    return out
 
 
 def _import_trimesh() -> Any:
@@ -135,7 +132,9 @@ def load_mesh(
         A 3x4 or 4x4 affine matrix applied after the file's own node transforms.
     name : str, optional
         Name of the meshes (default: the file's stem). With several meshes each
-        is named ``"{name}:{node}"``.
+        is named ``"{name}:{part}"``: ``part`` is the node for PLY and STL,
+        ``"{node}/{mesh}"`` (``_{primitive}`` after a mesh of several) for
+        glTF, and the ``usemtl`` name for OBJ.
     limits : LoadLimits, dict or None
         ``max_file_bytes`` bounds the file; ``allowed_folders`` widens where the files it names may lie.
 
@@ -153,17 +152,45 @@ def load_mesh(
         no triangles, or has non-finite vertices or out-of-range indices;
         if ``transform`` is not an invertible affine matrix.
     MissingExtraError
-        If trimesh is not installed (the message says what to install; an ``ImportError``).
+        For a PLY or STL file when trimesh is not installed (the message says what to install; an ``ImportError``).
     """
     from ._material import Material
-    from ._mesh import Mesh
 
     path = check_mesh_path(path)
-    user = _homogeneous(as_affine(transform, "transform")) if transform is not None else None
+    user = as_affine(transform, "transform") if transform is not None else None
     material = Material() if material is None else material
+    limits = as_limits(limits)
+    suffix = path.suffix.lower()
+    if suffix == ".obj":  # the project's OBJ reader, with no MTL file opened: the material is given
+        from ._obj import read_obj_meshes
+
+        meshes = read_obj_meshes(path, limits, material)
+    elif suffix in (".gltf", ".glb"):  # the project's glTF reader, with no image decoded
+        from ._gltf import read_gltf_meshes
+
+        meshes = read_gltf_meshes(path, limits, material)
+    else:
+        meshes = _read_with_trimesh(path, limits, material)
     base = name if name is not None else path.stem
+    out = []
+    for mesh in meshes:
+        part = mesh.name.split(":", 1)[1] if ":" in mesh.name else mesh.name
+        mesh = replace_fields(mesh, name=base if len(meshes) == 1 else f"{base}:{part}")
+        if user is not None:
+            try:  # Mesh checks finite vertices again after the transform (float32 overflow too)
+                mesh = mesh.transformed(user)
+            except ValueError as exc:
+                raise ValueError(f"{str(path)!r} ({mesh.name!r}): {exc}") from None
+        out.append(mesh)
+    return out
+
+
+def _read_with_trimesh(path: Path, limits: LoadLimits, material: Material) -> list[Mesh]:
+    """The meshes of a PLY or STL file, read by trimesh (the formats the project has no reader of its own for)."""
+    from ._mesh import Mesh
+
     trimesh = _import_trimesh()
-    files = AssetFiles(path, as_limits(limits))
+    files = AssetFiles(path, limits)
     files.check_size(path.stat().st_size, "the file")
     try:
         # process=False keeps the file's vertices and triangle order exactly (no merging or cleaning).
@@ -183,14 +210,12 @@ def load_mesh(
         node_matrix, geometry_name = loaded.graph[node]
         geometry = loaded.geometry[geometry_name]
         matrix = np.asarray(node_matrix, dtype=np.float64)
-        if user is not None:
-            matrix = user @ matrix
         indices = np.asarray(geometry.faces)
         try:
             # Mesh checks shapes, finite vertices (after the transform: float32 overflow too) and index range.
             meshes.append(Mesh(_apply(matrix, np.asarray(geometry.vertices, dtype=np.float64)),
                                indices.astype(np.int32) if indices.ndim == 2 else indices, material=material,
-                               name=base if len(nodes) == 1 else f"{base}:{node}"))
+                               name=f"{path.stem}:{node}"))
         except ValueError as exc:
             raise ValueError(f"{str(path)!r} (node {node!r}): {exc}") from None
     return meshes

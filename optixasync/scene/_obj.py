@@ -104,6 +104,16 @@ def load_obj(path: str | Path, *, limits: LoadLimits | dict[str, Any] | None = N
     return Scene(meshes, framing_camera(meshes))
 
 
+def read_obj_meshes(path: Path, limits: LoadLimits, material: Material) -> list[Mesh]:
+    """The faces of an OBJ file as meshes of ``material`` (one per ``usemtl`` group), opening no MTL file.
+
+    Raises as :func:`load_obj`, less what its materials and textures raise.
+    """
+    reader = _ObjReader(path, limits, material)
+    reader.read()
+    return reader.meshes()
+
+
 def _numbers(parts: list[str], low: int, high: int, where: str, statement: str) -> list[float]:
     if not low <= len(parts) <= high:
         count = f"{low}" if low == high else f"{low} to {high}"
@@ -146,8 +156,11 @@ def _statements(data: bytes) -> list[tuple[int, str, str]]:
 
 
 class _ObjReader:
-    def __init__(self, path: Path, limits: LoadLimits) -> None:
+    """Reads one OBJ file; with ``material`` every face gets that material and no ``mtllib`` is opened."""
+
+    def __init__(self, path: Path, limits: LoadLimits, material: Material | None = None) -> None:
         self.path = path
+        self.override = material
         self.file = str(path)
         self.files = AssetFiles(path, limits)
         self.read_libraries: set[str] = set()
@@ -184,7 +197,7 @@ class _ObjReader:
                 self.face(parts, current, where)
             elif keyword == "usemtl":
                 current = rest
-            elif keyword == "mtllib":
+            elif keyword == "mtllib" and self.override is None:
                 for name, path in self.mtl_names(rest, f"line {number}"):
                     self.read_mtl(path, name, where)
             elif keyword not in ("o", "g", "s", "mg", "vp"):
@@ -306,6 +319,8 @@ class _ObjReader:
         return self.textures[key]
 
     def material(self, name: str | None) -> Material:
+        if self.override is not None:
+            return self.override
         if name is None:
             return Material(two_sided=True, name="default")
         raw = self.materials.get(name)

@@ -17,6 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from optixasync.render import RenderOptions, check_scene
+from optixasync.render._layout import PATH_PARAMS
+from optixasync.render._params import fill_params
+from optixasync.render._tables import SceneTables
+from optixasync.scene import Scene
+
 HERE = Path(__file__).resolve().parent
 
 __all__ = ["aligned", "build_host_library", "compiler"]
@@ -152,3 +158,53 @@ class HostPlacement:
 
     def ready(self):
         return None
+
+
+#: Output variants: none (a still's launch), the image alone.
+PLAIN, IMAGE = 0, 1
+#: Threads of a host launch.
+THREADS = max(1, min(16, os.cpu_count() or 1))
+
+
+class HostTracer:
+    """The library's own scene tables, placed in host memory, and launches of the host kernel over them.
+
+    The tables are built by the code the device uses (``SceneTables``) through a host placement; the launch
+    parameters by the same ``fill_params``. Outputs beside the image are kept in host arrays.
+    """
+
+    def __init__(self, lib, scene: Scene, options: RenderOptions) -> None:
+        self.lib, self.scene, self.options = lib, check_scene(scene), options
+        self.placement = HostPlacement()
+        self.tables = SceneTables(scene, self.placement)
+        self.record = self.tables.record.copy()
+        self.record["handle"] = 1  # the stand-in traces every mesh record; there is no structure
+        self.table = self.tables.lights.emitters
+        self.counts = np.array([m.num_triangles for m in scene.meshes], np.uint32)
+        h, w = options.height, options.width
+        self.accum = aligned(np.zeros((h, w, 4), np.float32))
+        self.image = aligned(np.zeros((h, w, 4), np.uint8))
+        self.sums = aligned(np.zeros((h, w, 2, 4), np.float32))
+        self.outputs = {name: aligned(np.zeros((h, w, 4), np.float32)) for name in ("radiance", "albedo", "normal")}
+
+    def launch(self, sample_offset: int, spp: int, variant: int = IMAGE) -> None:
+        params = np.zeros((), PATH_PARAMS)
+        outputs = {}
+        if variant & 14:
+            outputs = {"aov_sums": self.sums.ctypes.data, **{k: v.ctypes.data for k, v in self.outputs.items()}}
+        fill_params(params, options=self.options, camera=self.scene.camera, accum=self.accum.ctypes.data,
+                    scene=self.record, sample_offset=sample_offset, spp=spp,
+                    image=self.image.ctypes.data if variant & IMAGE else 0, outputs=outputs)
+        self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS, variant)
+
+    def render(self, spp: int, per_launch: int | None = None, variant: int = IMAGE) -> np.ndarray:
+        per_launch = per_launch or spp
+        for offset in range(0, spp, per_launch):
+            self.launch(offset, min(per_launch, spp - offset), variant)
+        assert (self.accum[..., 3] == 0).all()  # no NaN/Inf sample
+        return self.accum[..., :3] / np.float32(spp)
+
+
+def host_render(lib, scene, spp, **options) -> np.ndarray:
+    """The accumulated radiance (H, W, 3) of ``spp`` samples of ``scene`` by the host kernel."""
+    return HostTracer(lib, scene, RenderOptions(spp=spp, **options)).render(spp)

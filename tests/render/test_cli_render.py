@@ -23,7 +23,8 @@ from optixasync import cli
 from optixasync.cli._render import RenderPlan, add_arguments, plan_from_args
 from optixasync.cli._render_gpu import format_stats
 from optixasync.cli._scene import SceneChoice
-from optixasync.render import Stage, swing_camera
+from optixasync.render import Stage
+from optixasync.render._updates import swing_camera
 from optixasync.scheduler import FrameStats, SchedulerStats
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -83,8 +83,7 @@ def test_obj_files_are_bounded_by_the_limits(tmp_path):
         load_obj(tmp_path / "a.obj", limits={"max_total_bytes": 100})
 
 
-def test_trimesh_reads_only_inside_the_mesh_folder(folders):
-    pytest.importorskip("trimesh", reason="load_mesh needs trimesh (the mesh extra)")
+def test_load_mesh_reads_only_inside_the_mesh_folder(folders):
     asset, private = folders
     (private / "evil.mtl").write_text("newmtl evil\nKd 1 0 0\n")
     (asset / "a.obj").write_text(f"mtllib ../private/evil.mtl\nmtllib {private}/evil.mtl\n{TRIANGLE_OBJ}f 1 2 3\n")

@@ -114,8 +114,8 @@ def test_glb_scene_graph_is_flattened_with_node_transforms(tmp_path):
     path = tmp_path / "two.glb"
     scene.export(path)
     meshes = load_mesh(path, name="pair")
-    assert sorted(m.name for m in meshes) == ["pair:moved", "pair:turned"]
-    by_name = {m.name: m for m in meshes}
+    by_name = {m.name.split("/")[0]: m for m in meshes}
+    assert sorted(by_name) == ["pair:moved", "pair:turned"]
     np.testing.assert_allclose(by_name["pair:moved"].vertices, TETRA_V + (10.0, 0.0, -2.0), atol=1e-6)
     expected = TETRA_V @ turn[:3, :3].T + turn[:3, 3]
     np.testing.assert_allclose(by_name["pair:turned"].vertices, expected, atol=1e-6)
@@ -190,7 +190,7 @@ def test_points_only_ply_has_no_triangles(tmp_path):
 def test_obj_without_faces_has_no_triangles(tmp_path):
     path = tmp_path / "points.obj"
     path.write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\n")
-    with pytest.raises(ValueError, match="no triangles"):
+    with pytest.raises(ValueError, match="contains no faces"):
         load_mesh(path)
 
 
@@ -207,6 +207,13 @@ def test_non_finite_vertices(tmp_path):
 def test_garbage_file_is_a_value_error(tmp_path):
     path = tmp_path / "broken.glb"
     path.write_bytes(b"this is not a glTF container at all" * 4)
+    with pytest.raises(ValueError, match="broken.glb: not a GLB file: magic b'this'"):
+        load_mesh(path)
+
+
+def test_garbage_ply_is_a_value_error(tmp_path):
+    path = tmp_path / "broken.ply"
+    path.write_bytes(b"this is not a PLY file at all" * 4)
     with pytest.raises(ValueError, match="cannot read mesh file"):
         load_mesh(path)
 
@@ -224,13 +231,26 @@ def test_bad_transform(tmp_path, matrix, message):
 
 
 def test_missing_trimesh_names_the_extra(tmp_path, monkeypatch):
-    path = tmp_path / "tetra.obj"
-    write_obj(path, TETRA_V, TETRA_F)
+    path = tmp_path / "tetra.ply"
+    write_ascii_ply(path, TETRA_V, TETRA_F)
     monkeypatch.setitem(sys.modules, "trimesh", None)  # makes `import trimesh` raise ImportError
     with pytest.raises(ImportError, match=r"pip install 'optixasync\[mesh\]'") as info:
         load_mesh(path)
     assert isinstance(info.value, MissingExtraError)
     assert (info.value.package, info.value.extra) == ("trimesh", "mesh")
+
+
+def test_obj_and_gltf_need_no_trimesh_and_open_no_material_file(tmp_path, monkeypatch):
+    """One reader per format: OBJ and glTF go through the project's readers, which open no MTL or image here."""
+    obj = tmp_path / "tetra.obj"
+    (tmp_path / "missing.mtl").unlink(missing_ok=True)
+    obj.write_text("mtllib missing.mtl\nusemtl red\n" + "".join(f"v {x} {y} {z}\n" for x, y, z in TETRA_V)
+                   + "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in TETRA_F))
+    monkeypatch.setitem(sys.modules, "trimesh", None)
+    glow = Material(emission=(1.0, 2.0, 3.0))
+    (mesh,) = load_mesh(obj, glow)
+    assert mesh.material is glow and mesh.name == "tetra" and mesh.num_triangles == len(TETRA_F)
+    np.testing.assert_allclose(mesh.corners()[0], TETRA_V[TETRA_F[:, 0]], atol=1e-6)
 
 
 def test_transforms_are_read_as_3x4_or_4x4_affine():

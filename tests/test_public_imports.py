@@ -1,0 +1,69 @@
+"""Examples and tutorials use the public surface only: no import of a private module or name of optixasync.
+
+A private module is one with a component starting with ``_`` (``optixasync.render._path``); a private name is
+one imported as ``from optixasync.x import _y``. The checker reads the source with ``ast`` (the tutorials'
+Python blocks too) and is tested on snippets, so it can fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def private_imports(source: str) -> list[str]:
+    """The private optixasync modules and names ``source`` imports, as written."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "optixasync" and any(p.startswith("_") for p in parts[1:]):
+                found.append(name)
+    return sorted(set(found))
+
+
+def sources() -> list[tuple[str, str]]:
+    out = [(str(p.relative_to(REPO)), p.read_text()) for p in sorted((REPO / "examples").glob("*.py"))]
+    for page in sorted((REPO / "docs" / "tutorials").glob("*.md")):
+        for k, block in enumerate(FENCE.findall(page.read_text())):
+            out.append((f"{page.relative_to(REPO)} block {k + 1}", block))
+    return out
+
+
+@pytest.mark.parametrize("name, source", sources(), ids=[name for name, _ in sources()])
+def test_examples_and_tutorials_import_only_public_names(name, source):
+    try:
+        found = private_imports(source)
+    except SyntaxError:
+        pytest.skip(f"{name} is not a whole Python program (a fragment of one)")
+    assert not found, f"{name} imports private optixasync modules or names: {found}"
+
+
+def test_there_are_examples_and_tutorial_blocks():
+    names = [name for name, _ in sources()]
+    assert sum(n.startswith("examples/") for n in names) >= 3
+    assert sum("tutorials" in n for n in names) >= 10
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from optixasync.render._path import PathIntegrator", ["optixasync.render._path",
+                                                            "optixasync.render._path.PathIntegrator"]),
+    ("import optixasync._driver", ["optixasync._driver"]),
+    ("from optixasync.cuda import _memory", ["optixasync.cuda._memory"]),
+    ("from optixasync.render import RenderPipeline\nimport numpy._core", []),
+    ("from optixasync import Context", []),
+])
+def test_the_checker_can_fail(source, expected):
+    assert private_imports(source) == expected
