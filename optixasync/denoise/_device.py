@@ -19,9 +19,9 @@ import ctypes
 from typing import Any
 
 from .._driver import require_cupy
+from ..cuda import on_device
 from ._errors import DenoiseError
 from ._oidn import DEVICE_TYPE_CPU, MIN_VERSION, OidnLibrary, version_string
-from ..cuda import on_device
 from ._streams import EventPair, create_stream, stream_handle
 
 __all__ = ["OidnDevice"]

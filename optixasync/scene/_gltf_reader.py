@@ -19,9 +19,9 @@ from ._gltf_cameras import read_camera, read_light, scene_lights
 from ._gltf_data import GltfDocument
 from ._gltf_json import integer
 from ._gltf_materials import GltfMaterials
-from ._material import Material
 from ._gltf_mesh import primitive_list, read_primitive
 from ._gltf_nodes import Placements, node_locals, normalized_quaternions, place_nodes, scene_roots, trs_matrices
+from ._material import Material
 
 __all__ = ["GltfReader"]
 
