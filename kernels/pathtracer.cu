@@ -18,6 +18,9 @@
 //   surface.h         the hit's normals, UVs and shading frame; its material's colour, emission and opacity
 //   environment.h     light from infinitely far away: lookup, importance sampling, pdf
 //   integrator.h      trace_path: the path loop (depth convention, NEE + MIS, Russian roulette)
+//   views.h           a batch's views (pinhole intrinsics, orthographic, the Camera) and their projections
+//   view_path.h       a batch's path policy (counted rays, worlds, the G-buffer sample); worlds.h the worlds' cells
+//   view_pixel.h      the raygen of a batch of views and its outputs (OA_VIEW_VARIANTS)
 //
 // All of it is inlined into the raygen programs. Floating-point expressions are evaluated as written, so
 // regrouping one changes images in their last bits; the host build (tests/render/pathtracer_host.cpp) runs
@@ -28,6 +31,7 @@
 #include "pathtracer/integrator.h"
 #include "pathtracer/random.h"
 #include "pathtracer/records.h"
+#include "pathtracer/view_pixel.h"
 
 extern "C" __constant__ PathTracerParams params;
 
@@ -109,6 +113,14 @@ __forceinline__ __device__ void render_pixel() {
     OA_PROGRAM __raygen__outputs_##mask() { render_pixel<mask##u>(); }
 OA_RAYGEN_VARIANTS(OA_DEFINE_RAYGEN)
 #undef OA_DEFINE_RAYGEN
+
+// One raygen per variant of a batch of views (masks with VARIANT_VIEWS: view_pixel.h), named the same way.
+#ifdef OA_VIEW_VARIANTS
+#define OA_DEFINE_VIEW_RAYGEN(mask) \
+    OA_PROGRAM __raygen__outputs_##mask() { pt::render_view_pixel<mask##u>(params); }
+OA_VIEW_VARIANTS(OA_DEFINE_VIEW_RAYGEN)
+#undef OA_DEFINE_VIEW_RAYGEN
+#endif
 
 // Reports the hit in the radiance payload (see integrator.h); shading happens in the raygen program.
 OA_PROGRAM __closesthit__radiance() {

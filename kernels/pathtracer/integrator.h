@@ -60,12 +60,46 @@ __forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, f
     return visible[0] != 0u;
 }
 
-// Radiance arriving at `origin` from `direction` (unit), estimated by one path; with kFirst, `first` receives
-// what the camera ray hit. (A reference, not a pointer that may be null: that made the compiler keep the
-// struct in local memory.)
+// What a path asks of its caller beside the scene, as a policy (`Hooks`, inlined): how its rays are traced, where
+// light sampling sees the shading point, and what it reports of the surfaces it meets. FirstHitHooks is the one
+// of a single scene in world space (the first hit for the denoiser's guides); a batch of views has its own
+// (view_path.h: counted rays, worlds, the G-buffer sample). A policy provides
+//
+//   void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int depth, unsigned int (&hit)[5])
+//   bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance)   unblocked, see unoccluded
+//   float3 light_point(float3 point)        the shading point as the light sources see it
+//   void missed(unsigned int depth, float3 direction)
+//   void found(unsigned int depth, float t, unsigned int prim, unsigned int index, const MeshRecord& mesh,
+//              const MaterialRecord& material, const Triangle& tri, float b1, float b2, const SurfacePoint& sp,
+//              float3 direction)   a surface reached at `depth` (index: the mesh record's, hit[2])
 template <bool kFirst>
-__forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 origin, float3 direction, Pcg32& rng,
-                                             FirstHit& first) {
+struct FirstHitHooks {
+    FirstHit& first;  // a reference, not a pointer that may be null: that made the compiler keep it in local memory
+
+    __forceinline__ __device__ void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int,
+                                          unsigned int (&hit)[5]) {
+        oa::trace(S.handle, origin, direction, 0.0f, 1e16f, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+    }
+    __forceinline__ __device__ bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance) {
+        return unoccluded(S, start, direction, distance);
+    }
+    __forceinline__ __device__ float3 light_point(float3 point) const { return point; }
+    __forceinline__ __device__ void missed(unsigned int, float3) {}
+    __forceinline__ __device__ void found(unsigned int depth, float, unsigned int, unsigned int, const MeshRecord& mesh,
+                                          const MaterialRecord& material, const Triangle&, float, float,
+                                          const SurfacePoint& sp, float3 direction) {
+        if (kFirst && depth == 1) {
+            first.normal = dot(sp.ns, direction) < 0.0f ? sp.ns : -sp.ns;
+            const float3 glow = (mesh.flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv) : make_float3(0.0f, 0.0f, 0.0f);
+            first.albedo = clamp01(surface_color(material, sp.uv) + glow);
+        }
+    }
+};
+
+// Radiance arriving at `origin` from `direction` (unit), estimated by one path, with the caller's policy `hooks`.
+template <class Hooks>
+__forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, float3 origin, float3 direction,
+                                                  Pcg32& rng, Hooks& hooks) {
     const SceneRecord& S = P.scene;
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
     float3 beta = make_float3(1.0f, 1.0f, 1.0f);  // path throughput
@@ -76,8 +110,9 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
 
     for (unsigned int depth = 1;; ++depth) {
         unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
-        oa::trace(S.handle, origin, direction, 0.0f, 1e16f, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+        hooks.trace(S, origin, direction, depth, hit);
         if (hit[2] == NO_HIT) {
+            hooks.missed(depth, direction);
             // Light from the environment. Like emission, the camera ray and delta lobes count it fully; any
             // other BSDF-sampled ray shares it with light sampling by the power heuristic.
             if (S.environment) {
@@ -98,11 +133,7 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         const SurfacePoint sp = surface_point(mesh, material, tri, b1, b2);
         const float cos_out = -dot(sp.ng, direction);  // > 0: the ray arrived on the front (winding) side
         const unsigned int flags = mesh.flags;
-        if (kFirst && depth == 1) {
-            first.normal = dot(sp.ns, direction) < 0.0f ? sp.ns : -sp.ns;
-            const float3 glow = (flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv) : make_float3(0.0f, 0.0f, 0.0f);
-            first.albedo = clamp01(surface_color(material, sp.uv) + glow);
-        }
+        hooks.found(depth, t, prim, hit[2], mesh, material, tri, b1, b2, sp, direction);
 
         // Emission reached by this ray. The camera ray has no other way to find it and counts it fully, as
         // does a ray from a delta lobe, and a ray reaching an emitter that light sampling never picks (one
@@ -139,7 +170,7 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         // type (the generated light_sample), counted if nothing is in between.
         if (!bsdf_is_delta(bsdf) && S.num_lights > 0u) {
             const LightRecord& light = pick_light(S.lights, S.num_lights, rng.uniform());
-            const LightSample ls = light_sample(light, point, rng);
+            const LightSample ls = light_sample(light, hooks.light_point(point), rng);
             if (ls.valid) {
                 const float3 wi_local = frame.to_local(ls.wi);
                 const float light_scale = light_scale_of(light, ls, bsdf_pdf(bsdf, wo, wi_local));
@@ -148,7 +179,7 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
                     const float scale = f.scale * light_scale;
                     if (scale > 0.0f) {
                         const float3 start = offset_ray(point, dot(ls.wi, sp.ng) > 0.0f ? sp.ng : -sp.ng);
-                        if (unoccluded(S, start, ls.wi, ls.distance)) {
+                        if (hooks.shadow(S, start, ls.wi, ls.distance)) {
                             radiance = radiance + beta * f.color * ls.radiance * scale;
                         }
                     }
@@ -177,6 +208,15 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         }
     }
     return radiance;
+}
+
+// Radiance arriving at `origin` from `direction` (unit), estimated by one path; with kFirst, `first` receives
+// what the camera ray hit.
+template <bool kFirst>
+__forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 origin, float3 direction, Pcg32& rng,
+                                             FirstHit& first) {
+    FirstHitHooks<kFirst> hooks{first};
+    return trace_path_with(P, origin, direction, rng, hooks);
 }
 
 }  // namespace pt

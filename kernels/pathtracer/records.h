@@ -84,6 +84,9 @@ enum OutputBits : unsigned int {
     OUTPUT_NORMAL = 1u << 3,    // normal: mean first-hit normal facing the camera (float4, w = 0)
 };
 
+// The outputs beyond these, the variants' other bits, and the records of a batch of views.
+#include "pathtracer/view_records.h"
+
 // One light source: an instance of a light type (pathtracer/light_<name>.h, optixasync/render/lights/). Next-event
 // estimation picks one by the selection CDF over the sources, then samples a point of it through its type.
 struct LightRecord {
@@ -131,4 +134,7 @@ struct PathTracerParams {
     float4* albedo;                  // mean first-hit albedo, rgb in [0, 1] (w = 1)
     float4* normal;                  // mean first-hit normal, facing the camera, xyz in [-1, 1] (w = 0)
     SceneRecord scene;
+    // Read only by the raygens of a batch of views (VARIANT_VIEWS): the views, and the outputs beyond the four above.
+    ViewBatch batch;
+    OutputRecord out;
 };

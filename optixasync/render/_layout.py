@@ -16,7 +16,8 @@ from ._environment import ENVIRONMENT_RECORD
 
 __all__ = ["EMITTER_TRIANGLE", "LIGHT_RECORD", "MATERIAL_RECORD", "MESH_ALPHA_BLEND", "MESH_ALPHA_MASK", "MESH_EMISSIVE",
            "MESH_INSTANCED", "MESH_LIGHT_SAMPLED", "MESH_MIRRORED", "MESH_RECORD", "MESH_TWO_SIDED", "NESTED_MEMBERS",
-           "PATH_PARAMS", "SCENE_RECORD", "STRUCT_NAMES"]
+           "OUTPUT_RECORD", "PATH_PARAMS", "SCENE_RECORD", "STRUCT_NAMES", "VIEW_BATCH",
+           "VIEW_RECORD"]
 
 #: ``MeshRecord``: one per mesh (= build input = SBT GAS index), read by the raygen at every hit.
 MESH_RECORD: np.dtype = struct_dtype([
@@ -56,6 +57,25 @@ SCENE_RECORD: np.dtype = struct_dtype([
     ("num_lights", "uint"), ("environment_probability", "float"), ("instanced", "uint"),
 ])
 
+#: ``ViewRecord`` (``kernels/pathtracer/view_records.h``): one view of a batch.
+VIEW_RECORD: np.dtype = struct_dtype([
+    ("kind", "uint"), ("convention", "uint"), ("world", "uint"), ("seed", "uint"),
+    ("fx", "float"), ("fy", "float"), ("cx", "float"), ("cy", "float"), ("to_world", "float", 12),
+])
+
+#: ``ViewBatch``: the views of a launch, their previous state (motion) and the worlds' cells.
+VIEW_BATCH: np.dtype = struct_dtype([
+    ("views", "ptr"), ("poses", "ptr"), ("prev_views", "ptr"), ("prev_poses", "ptr"), ("prev_meshes", "ptr"),
+    ("world_offsets", "ptr"), ("mesh_materials", "ptr"), ("cell_lo", "float3"), ("cell_hi", "float3"),
+    ("num_views", "uint"), ("lanes", "uint"), ("pose_stride", "uint"), ("meshes_per_world", "uint"),
+    ("jitter", "uint"),
+])
+
+#: ``OutputRecord``: the device addresses of the outputs beyond the first four (0: not written).
+OUTPUT_RECORD: np.dtype = struct_dtype([(name, "ptr") for name in (
+    "depth", "distance", "position", "geometric_normal", "mesh_id", "primitive_id", "material_id", "uv", "motion",
+    "coverage", "spp", "rays")])
+
 #: ``PathTracerParams``: the launch parameters (``params`` in the kernel).
 PATH_PARAMS: np.dtype = struct_dtype([
     ("accum", "ptr"), ("image", "ptr"),
@@ -63,7 +83,7 @@ PATH_PARAMS: np.dtype = struct_dtype([
     ("width", "uint"), ("height", "uint"), ("sample_offset", "uint"), ("spp", "uint"), ("accumulate", "uint"),
     ("seed", "uint"), ("max_depth", "uint"), ("rr_depth", "uint"), ("inv_total", "float"),
     ("aov_sums", "ptr"), ("radiance", "ptr"), ("albedo", "ptr"), ("normal", "ptr"),
-    ("scene", SCENE_RECORD),
+    ("scene", SCENE_RECORD), ("batch", VIEW_BATCH), ("out", OUTPUT_RECORD),
 ])
 
 #: ``MeshFlags`` bits.
@@ -89,6 +109,9 @@ STRUCT_NAMES: dict[str, np.dtype] = {
     "SceneRecord": SCENE_RECORD,
     "LightRecord": LIGHT_RECORD,
     "MeshRecord": MESH_RECORD,
+    "ViewRecord": VIEW_RECORD,
+    "ViewBatch": VIEW_BATCH,
+    "OutputRecord": OUTPUT_RECORD,
     "MaterialRecord": MATERIAL_RECORD,
     "EnvironmentRecord": ENVIRONMENT_RECORD,
     "EmitterTriangle": EMITTER_TRIANGLE,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .._config import kernels_dir
 from ..scene import BsdfFamily, bsdf_families
+from ._outputs import VARIANT_VIEWS
 from .lights import LightType, light_types
 
 __all__ = ["ProgramSource", "pathtracer_source"]
@@ -146,6 +147,10 @@ def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | 
                       types: Sequence[LightType] | None = None, *, host: bool = False) -> ProgramSource:
     """The path tracer's source for the output sets ``variants`` (``OUTPUT_*`` bit masks, one raygen each).
 
+    A mask with :data:`~optixasync.render._outputs.VARIANT_VIEWS` is a raygen of a batch of views
+    (``kernels/pathtracer/view_pixel.h``, listed in ``OA_VIEW_VARIANTS``); the others are the single camera's
+    (``OA_RAYGEN_VARIANTS``). Every raygen is named ``__raygen__outputs_<mask>``.
+
     ``families`` and ``types`` default to the registered ones (the renderer packs records with those).
     ``host`` adds ``oa_host_raygen(mask)``, which runs a variant's raygen: the entry of the host build of the
     kernel, where there is no OptiX to pick one (the CPU tests).
@@ -175,7 +180,8 @@ def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | 
         '#include "pathtracer/lights.h"',
         light_includes,
         _light_dispatch(types),
-        "#define OA_RAYGEN_VARIANTS(X) " + " ".join(f"X({v})" for v in variants),
+        "#define OA_RAYGEN_VARIANTS(X) " + " ".join(f"X({v})" for v in variants if not v & VARIANT_VIEWS),
+        "#define OA_VIEW_VARIANTS(X) " + " ".join(f"X({v})" for v in variants if v & VARIANT_VIEWS),
         '#include "pathtracer.cu"',
         _host_entry(variants) if host else "",
         "",

@@ -44,3 +44,8 @@ inline unsigned __umulhi(unsigned a, unsigned b) {
 inline void __sincosf(float x, float* s, float* c) { *s = std::sin(x); *c = std::cos(x); }
 inline float __powf(float a, float b) { return std::pow(a, b); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+// Device atomics: the host launch runs pixels on several threads, so these are real atomics.
+inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
+    return __atomic_fetch_add(address, value, __ATOMIC_RELAXED);
+}

@@ -11,7 +11,9 @@
 // uses from CUDA must be defined in cuda_host_shims.h, which comes before the #include of the kernel.
 //
 // Entry point: oa_host_launch(params, triangles per mesh, mesh count, threads, variant) runs the raygen program of
-// the output variant (an OUTPUT_* mask) for every pixel of params.width x params.height, as optixLaunch would.
+// the output variant (an OUTPUT_* mask) for every pixel of params.width x params.height, as optixLaunch would;
+// oa_host_launch3 adds the launch's depth (a batch of views). oa_host_place_worlds runs the worlds' placement
+// (pathtracer/worlds.h) as the GPU's placement kernel does.
 // The program is the generated source (optixasync/render/_source.py, with its host entry oa_host_raygen), which
 // the test writes into the build folder and names with -DOA_PROGRAM_SOURCE; it includes pathtracer.cu.
 #include <cstdlib>
@@ -160,7 +162,7 @@ extern "C" {
 PathTracerParams params;
 }
 
-static_assert(sizeof(PathTracerParams) == 192, "host layout of the launch parameters");
+static_assert(sizeof(PathTracerParams) == 392, "host layout of the launch parameters");
 static_assert(sizeof(SceneRecord) == 56, "host layout of the scene record");
 static_assert(sizeof(LightRecord) == 24, "host layout of a light record");
 static_assert(sizeof(MeshRecord) == 144, "host layout of a mesh record");
@@ -246,8 +248,9 @@ bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* 
     return found;
 }
 
-extern "C" int oa_host_launch(const void* launch_params, const unsigned* triangle_counts, unsigned num_meshes,
-                              unsigned threads, unsigned variant) {
+// A launch of width x height x depth threads (depth: a batch's views times their lanes).
+extern "C" int oa_host_launch3(const void* launch_params, const unsigned* triangle_counts, unsigned num_meshes,
+                               unsigned threads, unsigned variant, unsigned depth) {
     std::memcpy(&params, launch_params, sizeof(params));
     oa::host_instanced = params.scene.instanced != 0u;
     g_triangle_counts = triangle_counts;
@@ -256,10 +259,10 @@ extern "C" int oa_host_launch(const void* launch_params, const unsigned* triangl
     if (threads == 0u) threads = 1u;
     std::vector<std::thread> pool;
     for (unsigned k = 0; k < threads; ++k) {
-        pool.emplace_back([k, threads, width, height, variant] {
-            for (unsigned y = k; y < height; y += threads) {
+        pool.emplace_back([k, threads, width, height, depth, variant] {
+            for (unsigned row = k; row < height * depth; row += threads) {
                 for (unsigned x = 0; x < width; ++x) {
-                    oa::state.index = make_uint3(x, y, 0u);
+                    oa::state.index = make_uint3(x, row % height, row / height);
                     oa_host_raygen(variant);
                 }
             }
@@ -267,4 +270,24 @@ extern "C" int oa_host_launch(const void* launch_params, const unsigned* triangl
     }
     for (auto& thread : pool) thread.join();
     return 0;
+}
+
+extern "C" int oa_host_launch(const void* launch_params, const unsigned* triangle_counts, unsigned num_meshes,
+                              unsigned threads, unsigned variant) {
+    return oa_host_launch3(launch_params, triangle_counts, num_meshes, threads, variant, 1u);
+}
+
+// The worlds' placement kernel on the CPU (optixasync/render/_worlds.py runs it on the GPU): for each (world w,
+// movable mesh k), transform k of world w (stride floats each, row-major 3x4 or 4x4) placed in the world's cell.
+extern "C" void oa_host_place_worlds(const float* transforms, unsigned stride, unsigned worlds, unsigned movable,
+                                     const unsigned* meshes, unsigned meshes_per_world, const float* offsets,
+                                     MeshRecord* records, float* instances) {
+    for (unsigned w = 0; w < worlds; ++w) {
+        for (unsigned k = 0; k < movable; ++k) {
+            const unsigned index = w * meshes_per_world + meshes[k];
+            const float* o = offsets + 4u * w;
+            pt::place_world_mesh(transforms + static_cast<unsigned long long>(stride) * (w * movable + k),
+                                 make_float4(o[0], o[1], o[2], o[3]), records[index], instances + 20u * index);
+        }
+    }
 }
