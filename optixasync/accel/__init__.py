@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ._base import AccelOptions, AccelStructure, MotionOptions
 from ._curves import CurveInput, curve_segments
+from ._device_ias import DeviceInstanceAccel
 from ._gas import GeometryAccel
 from ._ias import INSTANCE_DTYPE, Instance, InstanceAccel
 from ._inputs import CustomInput, SphereInput, TriangleInput
@@ -16,6 +17,7 @@ __all__ = [
     "AccelStructure",
     "CurveInput",
     "CustomInput",
+    "DeviceInstanceAccel",
     "GeometryAccel",
     "HIT_RECORDS",
     "INSTANCE_DTYPE",

@@ -35,6 +35,7 @@ from ._context import Context, register_setup_step
 from ._deferred import DeferredRelease
 from ._errors import as_cuda_error, cuda_errors, reraise
 from ._events import EventPool, elapsed_ms, event_done, fence_event, record_event, synchronize, timing_event
+from ._export import ExportedArray
 from ._graph import StreamGraph
 from ._interop import ConsumedArray, consume_device_array, is_library_array
 from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer, on_device, use_device
@@ -52,6 +53,7 @@ __all__ = [
     "Context",
     "DeviceMemory",
     "EventPool",
+    "ExportedArray",
     "GpuSpan",
     "GpuTimer",
     "PinnedBuffer",

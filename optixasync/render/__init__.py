@@ -10,8 +10,15 @@ The one path from a :class:`~optixasync.scene.Scene` to images::
 
 :meth:`RenderPipeline.record` puts a launch into a frame of an application's
 own :class:`~optixasync.FrameScheduler`. Integrators (``"path"``, the path
-tracer) are registered by name (:func:`register_integrator`); the outputs a
-frame can produce are :data:`OUTPUTS`; stages run after each launch
+tracer; ``"gbuffer"``, primary hits only) are registered by name
+(:func:`register_integrator`); the outputs a frame can produce are
+:data:`OUTPUTS` (colour, depth, normals, ids, UV, motion, coverage, ray
+counts...); a batch of :class:`Views` (pinhole intrinsics, orthographic,
+cameras) and of :class:`Worlds` (copies of the scene moved by a device
+array) renders in one launch, its outputs kept on the GPU
+(:meth:`RenderPipeline.step` returns :class:`DeviceOutputs`, for torch, JAX
+and CuPy without copies); ids map back to the scene (:func:`id_names`,
+:func:`label_map`, :func:`segment`). Stages run after each launch
 (:class:`Tonemap`, :class:`Readback`, :class:`WriteImages`, and the
 denoiser's :class:`optixasync.denoise.Denoise`); light types are registered
 in :mod:`optixasync.render.lights` like BSDF families in
@@ -23,22 +30,28 @@ before its launch. Importing this package loads no CUDA library.
 
 from __future__ import annotations
 
-from . import _path  # noqa: F401 (registers the path integrator)
+from . import _gbuffer, _path  # noqa: F401 (register the path and G-buffer integrators)
+from ._device_outputs import DeviceOutputs
 from ._device_scene import check_scene
+from ._ids import NO_ID, id_names, label_map, segment
 from ._integrator import Integrator, Launch, integrators, register_integrator
 from ._options import RenderOptions
 from ._outputs import OUTPUTS, Output
 from ._pipeline import RenderPipeline
 from ._stages import FrameBuffers, Readback, Stage, Tonemap, WriteImages
 from ._updates import CameraSwing, ClothMotion, FrameUpdate
+from ._views import Views
+from ._worlds import Worlds
 
 __all__ = [
     "CameraSwing",
     "ClothMotion",
+    "DeviceOutputs",
     "FrameBuffers",
     "FrameUpdate",
     "Integrator",
     "Launch",
+    "NO_ID",
     "OUTPUTS",
     "Output",
     "Readback",
@@ -46,8 +59,13 @@ __all__ = [
     "RenderPipeline",
     "Stage",
     "Tonemap",
+    "Views",
     "WriteImages",
+    "Worlds",
     "check_scene",
+    "id_names",
     "integrators",
+    "label_map",
     "register_integrator",
+    "segment",
 ]

@@ -113,6 +113,9 @@ class DeviceScene:
         The set-up stream (uploads, tables, the build).
     emitters : EmitterTable, optional
         The scene's :func:`host_emitter_table`, when the caller made it already.
+    instances : bool
+        Build one instance per mesh (an instance structure over a GAS per distinct geometry) even when no mesh
+        has a transform: what many worlds place (:mod:`._device_worlds`).
 
     Attributes
     ----------
@@ -138,10 +141,11 @@ class DeviceScene:
         The set-up stream.
     """
 
-    def __init__(self, ctx: Context, scene: Scene, stream: Any, emitters: EmitterTable | None = None) -> None:
+    def __init__(self, ctx: Context, scene: Scene, stream: Any, emitters: EmitterTable | None = None, *,
+                 instances: bool = False) -> None:
         self.ctx = ctx
         self.scene = check_scene(scene)
-        self.instanced = bool(scene.instanced)
+        self.instanced = bool(scene.instanced) or bool(instances)
         self.stream = stream = as_cupy_stream(stream)
         if emitters is None:
             emitters = host_emitter_table(scene)  # before any GPU work: zero emissive area raises here
@@ -155,6 +159,7 @@ class DeviceScene:
         self.emitters = self.tables.lights.emitters
         self.hit_records = 1 if self.instanced else len(scene.meshes)
         self._record = self.tables.record.copy()
+        self._record["instanced"] = int(self.instanced)
         self.ready = Readiness()
         self.ready.record(stream)  # later streams wait for the set-up on the GPU, never the host
         ctx.track(self)

@@ -26,6 +26,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..cuda import Context
+    from ._batch import BatchLaunch
     from ._device_scene import DeviceScene
     from ._options import RenderOptions
 
@@ -53,6 +54,9 @@ class Launch:
         The outputs it writes, by name, into these buffers (the frame slot's).
     sums : device array or None
         The running sums of the first hit's albedo and normal, for variants that write them.
+    batch : BatchLaunch or None
+        A launch of a batch's raygen (views, worlds, the outputs beyond the single camera's): its ``ViewBatch``
+        record, the worlds' scene record, the views and lanes (None: the single-camera raygen).
     """
 
     options: RenderOptions
@@ -64,6 +68,7 @@ class Launch:
     scene: np.ndarray
     outputs: dict[str, Any] = field(default_factory=dict)
     sums: Any = None
+    batch: BatchLaunch | None = None
 
 
 class Integrator(ABC):
@@ -74,7 +79,9 @@ class Integrator(ABC):
     ctx : Context
     scene : DeviceScene
     variants : iterable of frozenset of str
-        The output sets it will be launched with (each is compiled into a variant).
+        The output sets it will be launched with (each is compiled into a variant). A set may also hold the
+        flags :data:`~optixasync.render._outputs.VIEWS` (``"+views"``: the raygen of a batch of views) and
+        :data:`~optixasync.render._outputs.WORLDS` (``"+worlds"``).
 
     Attributes
     ----------
@@ -85,12 +92,15 @@ class Integrator(ABC):
         Its launch parameters: a scheduler's ``params_dtype``.
     needs_sums : frozenset of str
         Outputs that need the running first-hit sums (:attr:`Launch.sums`).
+    batched : bool
+        Whether every launch is a batch's (an integrator without the single-camera raygen).
     """
 
     name: ClassVar[str] = ""
     outputs: ClassVar[frozenset[str]] = frozenset()
     params_dtype: ClassVar[np.dtype]
     needs_sums: ClassVar[frozenset[str]] = frozenset()
+    batched: ClassVar[bool] = False
 
     @abstractmethod
     def __init__(self, ctx: Context, scene: DeviceScene, variants: Iterable[frozenset[str]]) -> None: ...

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+import numpy as np
+
 from ..validation import as_int
 
-__all__ = ["RenderOptions", "MAX_LAUNCH_PIXELS"]
+__all__ = ["LANE_TARGET_THREADS", "MAX_LANES", "MAX_LAUNCH_PIXELS", "RenderOptions"]
 
-#: OptiX launches at most 2**30 threads; the tracer launches one per pixel.
+#: OptiX launches at most 2**30 threads; the tracer launches one per pixel (and view, and lane).
 MAX_LAUNCH_PIXELS = 2**30
+#: Threads a still's launch is given lanes to reach (an H200 holds 270,336 resident threads: 132 SMs x 2048).
+LANE_TARGET_THREADS = 2**20
+#: The most lanes of a still.
+MAX_LANES = 64
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,24 @@ class RenderOptions:
     seed : int
         Seed of the random numbers, in [0, 2**32). The same seed gives the
         same image bit for bit; different seeds give independent noise.
+    jitter : bool
+        Each sample's camera ray goes through a uniform point of its pixel (a
+        box filter, the default); False puts every one through the pixel's
+        centre (no antialiasing: the G-buffer outputs of vision datasets).
+        Read by the raygens of a batch of views (any output beyond image,
+        radiance, albedo and normal, or :class:`~optixasync.render.Views`);
+        the single-camera raygen always jitters.
+    sample_lanes : int
+        Threads per pixel of a still (:meth:`RenderPipeline.render`), each
+        summing a share of the samples; the shares are added after the
+        launch in a fixed order. 0 (the default) decides from the size: a
+        still of fewer than :data:`LANE_TARGET_THREADS` pixels (times views)
+        gets enough lanes to reach it, at most one per sample and
+        :data:`MAX_LANES`; 1 keeps one thread per pixel. The lane count
+        depends on the image size, the views and the samples only, so a
+        still is reproducible bit for bit on any GPU; against one lane its
+        sums differ by the float rounding of the regrouped additions
+        (measured by ``tests/render/test_views_host.py``).
 
     Raises
     ------
@@ -54,10 +78,16 @@ class RenderOptions:
     max_depth: int = 8
     rr_depth: int = 5
     seed: int = 0
+    jitter: bool = True
+    sample_lanes: int = 0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.jitter, (bool, np.bool_)):
+            raise TypeError(f"jitter must be a bool, got {type(self.jitter).__name__} {self.jitter!r}")
+        object.__setattr__(self, "jitter", bool(self.jitter))
         for f in fields(self):
-            object.__setattr__(self, f.name, as_int(f.name, getattr(self, f.name)))
+            if f.name != "jitter":
+                object.__setattr__(self, f.name, as_int(f.name, getattr(self, f.name)))
         if self.width < 1 or self.height < 1:
             raise ValueError(f"image size must be positive, got width={self.width}, height={self.height}")
         if self.width * self.height > MAX_LAUNCH_PIXELS:
@@ -74,3 +104,5 @@ class RenderOptions:
             raise ValueError(f"rr_depth must be at least 1, got {self.rr_depth}")
         if not 0 <= self.seed < 2**32:
             raise ValueError(f"seed must be in [0, 2**32), got {self.seed}")
+        if not 0 <= self.sample_lanes <= MAX_LANES:
+            raise ValueError(f"sample_lanes must be in [0, {MAX_LANES}] (0: automatic), got {self.sample_lanes}")

@@ -31,8 +31,8 @@ from ._layout import (
 )
 from ._options import RenderOptions
 
-__all__ = ["MAX_SAMPLES", "fill_params", "launch_plan", "material_record", "mesh_flags", "mesh_records",
-           "positive_int"]
+__all__ = ["MAX_SAMPLES", "fill_batch", "fill_params", "launch_plan", "material_record", "mesh_flags",
+           "mesh_records", "positive_int"]
 
 MAX_SAMPLES = 2**32 - 1  # the kernel's sample index is a 32-bit unsigned int
 
@@ -72,6 +72,22 @@ def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: i
     for field in ("aov_sums", "radiance", "albedo", "normal"):
         params[field] = (outputs or {}).get(field, 0)
     params["scene"] = scene
+
+
+#: The outputs whose addresses go to ``PathTracerParams``'s own fields; every other one is an ``OutputRecord`` field.
+PARAMS_OUTPUTS = ("radiance", "albedo", "normal")
+
+
+def fill_batch(params: Any, batch: Any, outputs: dict[str, int], lanes: int = 1) -> None:
+    """Write a batch's ``ViewBatch`` (``batch.record``, with ``lanes``), the worlds' scene record and the
+    ``OutputRecord`` addresses (``outputs``: device address by output name) into ``params``."""
+    params["batch"] = batch.record
+    params["batch"]["lanes"] = lanes
+    if batch.scene is not None:
+        params["scene"] = batch.scene
+    out = params["out"]
+    for name in out.dtype.names:
+        out[name] = outputs.get(name, 0)
 
 
 def material_record(material: Material, texture_handle: Callable[[Texture | None], int] = lambda t: 0,

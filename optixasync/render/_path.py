@@ -29,8 +29,8 @@ from .._optix._types import CompileDebugLevel, CompileOptimizationLevel, Travers
 from ..program import CompileOptions, Module, ModuleOptions, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
 from ._integrator import Integrator, Launch, register_integrator
 from ._layout import PATH_PARAMS
-from ._outputs import output_mask
-from ._params import fill_params
+from ._outputs import OUTPUTS, SUMS_OUTPUTS, VARIANT_VIEWS, VIEWS, WORLDS, output_mask
+from ._params import PARAMS_OUTPUTS, fill_batch, fill_params
 from ._source import pathtracer_source
 
 if TYPE_CHECKING:
@@ -52,16 +52,18 @@ MODULE_OPTIONS = ModuleOptions(opt_level=CompileOptimizationLevel.LEVEL_3, debug
 #: NVRTC with fast math (approximate rsqrt, sincos, pow; flush denormals).
 COMPILE_OPTIONS = CompileOptions(use_fast_math=True)
 
-#: Fields of the launch parameters that take each output's buffer.
-_FIELDS = {"radiance": "radiance", "albedo": "albedo", "normal": "normal"}
 
 
 @register_integrator
 class PathIntegrator(Integrator):
     """A unidirectional path tracer with next-event estimation and MIS (``kernels/pathtracer/integrator.h``).
 
-    Outputs: ``image`` (the sRGB of the running mean, tonemapped in the launch), ``radiance``, and the first
-    hit's ``albedo`` and ``normal`` (the denoiser's guides), each written only by the variants that ask.
+    Outputs: every one of :data:`~optixasync.render.OUTPUTS` but ``denoised``: ``image`` (the sRGB of the
+    running mean, tonemapped in the launch), ``radiance``, the first hit's ``albedo`` and ``normal`` (the
+    denoiser's guides), the G-buffer sample's depth, distance, position, geometric normal, ids, UV and motion,
+    the coverage, the sample count and the ray counter, each written only by the variants that ask. A set of
+    image, radiance, albedo and normal alone, for one camera, runs the single-camera raygen
+    (``kernels/pathtracer.cu``); anything else a batch's (``kernels/pathtracer/view_pixel.h``).
 
     Parameters
     ----------
@@ -79,13 +81,15 @@ class PathIntegrator(Integrator):
     """
 
     name = "path"
-    outputs = frozenset({"image", "radiance", "albedo", "normal"})
+    outputs = frozenset(name for name, o in OUTPUTS.items() if o.bit)
     params_dtype = PATH_PARAMS
-    needs_sums = frozenset({"albedo", "normal"})
+    needs_sums = SUMS_OUTPUTS
+    #: Bits every variant's mask carries (the G-buffer integrator's VARIANT_PRIMARY).
+    variant_bits = 0
 
     def __init__(self, ctx: Context, scene: DeviceScene, variants: Iterable[frozenset[str]]) -> None:
         self.ctx = ctx
-        masks = sorted({output_mask(v) for v in variants} or {output_mask({"image"})})
+        masks = sorted({self.mask_of(v) for v in variants} or {self.mask_of({"image"})})
         source = pathtracer_source(masks)
         options = INSTANCED_PIPELINE_OPTIONS if scene.instanced else PIPELINE_OPTIONS
         self.module = Module(ctx, source.text, pipeline_options=options, module_options=MODULE_OPTIONS,
@@ -104,6 +108,11 @@ class PathIntegrator(Integrator):
                                      [self.hit] * scene.hit_records, stream=stream)
             self.variants[mask] = (raygen, pipeline, sbt)
 
+    def mask_of(self, names: Iterable[str]) -> int:
+        """The variant mask of an output set (with its flags): its raygen is ``__raygen__outputs_<mask>``."""
+        mask = output_mask(names)
+        return mask | self.variant_bits if mask & VARIANT_VIEWS or self.variant_bits else mask
+
     def launch(self, frame: Any, launch: Launch, params: Any = None) -> None:
         """Fill the parameters (``frame.params``, or ``params`` for a launch of its own) and launch.
 
@@ -112,24 +121,29 @@ class PathIntegrator(Integrator):
         ValueError
             If the launch's outputs are not a compiled variant.
         """
-        mask = output_mask(launch.outputs)
+        batch = launch.batch
+        flags = () if batch is None else (VIEWS, WORLDS) if batch.worlds else (VIEWS,)
+        mask = self.mask_of({*launch.outputs, *flags})
         variant = self.variants.get(mask)
         if variant is None:
-            raise ValueError(f"the path integrator was not compiled for the outputs {sorted(launch.outputs)} "
-                             f"(variants: {sorted(self.variants)})")
+            raise ValueError(f"the {self.name} integrator was not compiled for the outputs {sorted(launch.outputs)}"
+                             f"{' of a batch' if batch is not None else ''} (variants: {sorted(self.variants)})")
         _raygen, pipeline, sbt = variant
         target = frame.params if params is None else params
-        addresses = {field: int(launch.outputs[name].data.ptr) for name, field in _FIELDS.items()
-                     if name in launch.outputs}
+        addresses = {name: int(array.data.ptr) for name, array in launch.outputs.items()}
         if launch.sums is not None:
             addresses["aov_sums"] = int(launch.sums.data.ptr)
-        image = launch.outputs.get("image")
         fill_params(target, options=launch.options, camera=None, basis=launch.basis, accum=int(launch.accum.data.ptr),
                     scene=launch.scene, sample_offset=launch.sample_offset, spp=launch.spp,
-                    image=int(image.data.ptr) if image is not None else 0, outputs=addresses,
+                    image=addresses.get("image", 0),
+                    outputs={k: v for k, v in addresses.items() if k in PARAMS_OUTPUTS or k == "aov_sums"},
                     accumulate=launch.accumulate)
         opts = launch.options
-        frame.launch(pipeline, sbt, opts.width, opts.height, params=params)
+        depth = 1
+        if batch is not None:
+            fill_batch(target, batch, addresses, batch.lanes)
+            depth = batch.views * batch.lanes
+        frame.launch(pipeline, sbt, opts.width, opts.height, depth, params=params)
 
     def close(self) -> None:
         """Destroy the pipelines, SBTs and program groups, then the module (the caller waited for its launches)."""

@@ -52,14 +52,19 @@ import numpy as np
 from ..cuda import Context, GpuTimer, Readiness, as_cupy_stream, create_stream, synchronize
 from ..scene import Camera, Scene
 from ..validation import as_int, coerce_options
+from ._batch_setup import batch_variants, check_batch, lanes_compiled, make_batch_state
+from ._device_outputs import OutputLeases
 from ._device_scene import DeviceScene, check_scene, host_emitter_table
 from ._integrator import Integrator, Launch, integrator_class
 from ._options import RenderOptions
-from ._outputs import check_output_names
+from ._outputs import SINGLE_CAMERA_OUTPUTS, check_output_names
 from ._params import MAX_SAMPLES, positive_int
 from ._plan import OutputPlan
-from ._stages import FrameBuffers, Stage
+from ._stages import Stage
+from ._step import BatchFrames
 from ._still import render_still
+from ._views import Views
+from ._worlds import Worlds
 
 if TYPE_CHECKING:
     from ..scheduler import Frame, FrameResult, FrameScheduler, SchedulerOptions
@@ -70,7 +75,7 @@ __all__ = ["DEFAULT", "RenderPipeline"]
 DEFAULT: Any = "default"
 
 
-class RenderPipeline:
+class RenderPipeline(BatchFrames):
     """A scene rendered by an integrator, with stages after each launch (see the module documentation).
 
     Parameters
@@ -94,6 +99,12 @@ class RenderPipeline:
         Options of that scheduler.
     stream : stream, optional
         The stream of the set-up and of the pipeline's own frames (default: a new non-blocking one).
+    views : Views, optional
+        A batch of views rendered by every launch (:class:`~optixasync.render.Views`): the outputs are
+        (views, height, width, channels) arrays. Default: the scene's camera, (height, width, channels).
+    worlds : Worlds, optional
+        Copies of the scene differing in the poses of some meshes (:class:`~optixasync.render.Worlds`), moved by
+        the ``transforms`` of :meth:`record` and :meth:`step`; each view traces its own world.
 
     Attributes
     ----------
@@ -115,14 +126,16 @@ class RenderPipeline:
     Raises
     ------
     TypeError, ValueError
-        On a context that is not one, bad options, outputs or stages the integrator cannot serve, or a bad scene
-        (no meshes, no light, emissive area zero), before any GPU work.
+        On a context that is not one, bad options, outputs or stages the integrator cannot serve, a bad scene
+        (no meshes, no light, emissive area zero), views or worlds that do not fit (a stage that takes no
+        batch, more threads than a launch holds, more instances than a structure holds), before any GPU work.
     """
 
     def __init__(self, ctx: Context, scene: Scene, options: RenderOptions | dict | None = None, *,
                  integrator: str = "path", outputs: str | Sequence[str] = ("image",), stages: Iterable[Stage] = (),
                  readback: Any = DEFAULT, frames_in_flight: int = 2,
-                 scheduler_options: SchedulerOptions | dict | None = None, stream: Any = None) -> None:
+                 scheduler_options: SchedulerOptions | dict | None = None, stream: Any = None,
+                 views: Views | None = None, worlds: Worlds | None = None) -> None:
         if not isinstance(ctx, Context):
             raise TypeError(f"ctx must be an optixasync.Context, got {type(ctx).__name__}")
         ctx.require_open()
@@ -139,13 +152,19 @@ class RenderPipeline:
         self.readback = self._plan.check_readback(self.outputs if readback is DEFAULT else readback, staged=True)
         self.frames_in_flight = as_int("frames_in_flight", frames_in_flight, 1)
         self._scheduler_options = scheduler_options
+        self.views, layout = check_batch(self.scene, self._options, self.stages, views, worlds)
+        self.batched = bool(views is not None or worlds is not None or cls.batched or
+                            not self._plan.written <= SINGLE_CAMERA_OUTPUTS)
         emitters = host_emitter_table(scene)  # zero emissive area raises here, before any GPU work
         self.ctx = ctx
         self.stream = create_stream() if stream is None else as_cupy_stream(stream)
         self._closed = False
-        self.device_scene = DeviceScene(ctx, scene, self.stream, emitters)
+        self.device_scene = DeviceScene(ctx, scene, self.stream, emitters, instances=layout is not None)
         try:
-            self.integrator: Integrator = cls(ctx, self.device_scene, self._plan.variants)
+            self._lanes = lanes_compiled(self._options, self.views, self.batched)
+            variants = batch_variants(self._plan.variants, self.batched, layout is not None, self._lanes)
+            self.integrator: Integrator = cls(ctx, self.device_scene, variants)
+            self._batch = make_batch_state(ctx, self.device_scene, self.views, layout, self.stream)
         except BaseException:
             self.device_scene.close()
             raise
@@ -154,7 +173,8 @@ class RenderPipeline:
         self._basis: tuple[Camera, tuple[np.ndarray, ...]] | None = None
         self._samples = 0
         self._sums_current = False  # whether the first-hit sums cover every sample of the accumulation
-        self._accum = ctx.memory.empty((self._options.height, self._options.width, 4), np.float32, self.stream)
+        self._accum = ctx.memory.empty(self._plane(4), np.float32, self.stream)
+        self._leases = OutputLeases()
         self._sums: Any = None  # the first-hit sums, made on the first frame that asks
         self._buffers = Readiness()
         self._buffers.record(self.stream)  # the accumulation's allocation: frames on other streams come after it
@@ -228,6 +248,11 @@ class RenderPipeline:
         if self._closed:
             raise RuntimeError("this RenderPipeline is closed")
 
+    def _plane(self, *channels: int) -> tuple[int, ...]:
+        """The shape of a per-pixel buffer: (height, width, *channels), with (views, ...) for a batch."""
+        views = () if self.views is None else (self.views.count,)
+        return (*views, self._options.height, self._options.width, *channels)
+
     def camera_basis(self) -> tuple[np.ndarray, ...]:
         """The camera's basis for the image size, computed once per camera."""
         if self._basis is None or self._basis[0] != self._camera:
@@ -269,7 +294,8 @@ class RenderPipeline:
 
     # -- frames ------------------------------------------------------------------------------------------------
     def record(self, frame: Frame, spp: int = 1, *, readback: Any = DEFAULT, camera: Camera | None = None,
-               stages: bool = True) -> dict[str, Any]:
+               stages: bool = True, views: Views | None = None, poses: Any = None,
+               transforms: Any = None) -> dict[str, Any]:
         """Launch ``spp`` more samples per pixel into the accumulation inside ``frame``, then the stages.
 
         The frame's outputs (the pipeline's, and what its stages need) are written into the frame slot's buffers
@@ -277,6 +303,13 @@ class RenderPipeline:
         current one restarts the accumulation. ``stages=False`` skips the stages (the viewer's denoise switch);
         outputs that need the first-hit sums restart the accumulation when the frames before did not keep them.
         One ``record`` per frame: it is the frame's launch and fills ``frame.params``.
+
+        A pipeline with ``views`` takes new ``views`` (as many), or new ``poses`` for them ((views, 4, 4) or
+        (views, 3, 4): numpy, or a device array read on the GPU); with ``worlds``, ``transforms`` of the movable
+        meshes ((worlds, movable, 4, 4) or (..., 3, 4) float32, a torch tensor or any device array, read without
+        a host copy: one kernel and one update of the instance structure on the frame's stream). New views,
+        poses or transforms do not restart the accumulation: call :meth:`reset` (or pass ``frames(update=...)``)
+        for each step's own image. Everything is checked before the frame's first GPU work.
 
         Returns
         -------
@@ -291,6 +324,7 @@ class RenderPipeline:
         if frame.params is None or frame.params.dtype != self.params_dtype:
             raise ValueError("the frame's parameters do not have the pipeline's layout: create the scheduler "
                              "with FrameScheduler(ctx, n, params_dtype=pipeline.params_dtype)")
+        inputs = self._batch.check(frame.stream, views, poses, transforms)
         if camera is not None:
             self.camera = camera  # restarts the accumulation if it differs (only once the frame is known good)
         if self._samples + spp > MAX_SAMPLES:
@@ -301,10 +335,14 @@ class RenderPipeline:
             self.reset()  # the sums would not cover the earlier samples
         handle = self.order(frame)  # the frame as the stream: its GPU time starts here
         self.device_scene.compact(frame.stream)  # once the size has arrived; never waits
-        buffers = FrameBuffers(frame, self._options.width, self._options.height)
+        batch = self._batch.prepare(frame, inputs, self._options, self._camera) if self.batched else None
+        buffers = self._frame_buffers(frame)
         launch = Launch(self._options, self.camera_basis(), self._accum, self._samples, spp, self._samples > 0,
                         self.device_scene.record, {name: buffers[name] for name in written},
-                        self._first_hit_sums(frame) if sums else None)
+                        self._first_hit_sums(frame) if sums else None, batch)
+        if "rays" in written:
+            with self.ctx.memory.scope(frame.stream):
+                buffers["rays"].fill(0)  # counted from zero in every frame
         span = self._timer.start(frame.stream)
         self.integrator.launch(frame, launch)
         self._last_launch[handle] = self._timer.stop(span, frame.stream)
@@ -319,8 +357,7 @@ class RenderPipeline:
 
     def _first_hit_sums(self, frame: Frame) -> Any:
         if self._sums is None:  # made on the frames' stream, which is the only one that uses it
-            self._sums = self.ctx.memory.empty((self._options.height, self._options.width, 2, 4), np.float32,
-                                               frame.stream)
+            self._sums = self.ctx.memory.empty(self._plane(2, 4), np.float32, frame.stream)
         return self._sums
 
     def frames(self, count: int, spp: int = 1, *, update: Callable[[RenderPipeline, int, Frame], None] | None = None,
@@ -428,6 +465,7 @@ class RenderPipeline:
             for stage in self.stages:
                 stage.close()
             self.integrator.close()
+            self._batch.close()
             self.device_scene.close()
             self._accum = self._sums = None
 

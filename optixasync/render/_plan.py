@@ -56,6 +56,11 @@ class OutputPlan:
                              f"writes {', '.join(sorted(integrator.outputs))}); add a stage that makes it")
 
     @property
+    def written(self) -> frozenset[str]:
+        """Every output the integrator writes in some frame (with the stages or without)."""
+        return self._staged | self._plain
+
+    @property
     def variants(self) -> list[frozenset[str]]:
         """The output sets to compile: with the stages, without them, and none (the stills' plain launches)."""
         return [self._staged, self._plain, frozenset()]

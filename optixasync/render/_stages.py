@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ._outputs import OUTPUTS, check_output_names
+from ._outputs import OUTPUTS, check_output_names, output_shape
 
 if TYPE_CHECKING:
     from ..scheduler import Frame, FrameResult
@@ -33,19 +33,25 @@ __all__ = ["FrameBuffers", "Readback", "Stage", "Tonemap", "WriteImages"]
 
 
 class FrameBuffers:
-    """The output buffers of one frame slot, by name: (height, width, 4) device arrays kept across frames.
+    """The output buffers of one frame slot, by name: device arrays kept across frames.
 
-    ``buffers[name]`` makes the slot's buffer the first time (and after a size change), of the output's dtype.
+    ``buffers[name]`` makes the slot's buffer the first time (and after a size change), of the output's dtype
+    and shape (:func:`~optixasync.render._outputs.output_shape`: (height, width, channels), with ``views``
+    (views, height, width, channels)). ``generation`` picks another set of the slot's buffers (the one a
+    leased set of :class:`~optixasync.render.DeviceOutputs` leaves alone).
     """
 
-    def __init__(self, frame: Frame, width: int, height: int) -> None:
+    def __init__(self, frame: Frame, width: int, height: int, views: int | None = None, generation: int = 0) -> None:
         self.frame = frame
-        self.shape = (height, width, 4)
+        self.width, self.height, self.views, self.generation = width, height, views, generation
+        self.shape = (height, width, 4)  # a 4-channel output of one view (what the single-camera stages read)
         self._made: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._made:
-            self._made[name] = self.frame.buffer(name, self.shape, OUTPUTS[name].dtype)
+            key = name if self.generation == 0 else f"{name}#{self.generation}"
+            shape = output_shape(name, self.width, self.height, self.views)
+            self._made[name] = self.frame.buffer(key, shape, OUTPUTS[name].dtype)
         return self._made[name]
 
     def __contains__(self, name: str) -> bool:
@@ -69,6 +75,8 @@ class Stage:
 
     needs: ClassVar[frozenset[str]] = frozenset()
     writes: ClassVar[frozenset[str]] = frozenset()
+    #: Whether it takes a batch's (views, height, width, channels) buffers (a pipeline with ``views=``).
+    batches: ClassVar[bool] = False
 
     def record(self, frame: Frame, buffers: FrameBuffers) -> None:
         """Enqueue the stage's GPU work for ``frame`` on the frame (its stream), reading and writing ``buffers``."""
@@ -89,6 +97,7 @@ class Tonemap(Stage):
     """
 
     writes = frozenset({"image"})
+    batches = True
 
     def __init__(self, source: str = "denoised") -> None:
         (self.source,) = check_output_names(source, "the tonemap's source")
@@ -107,6 +116,8 @@ class Tonemap(Stage):
 
 class Readback(Stage):
     """Copy outputs into the frame's pinned memory: ``result[name]`` of the completed frame (no copy there)."""
+
+    batches = True
 
     def __init__(self, names: Iterable[str] | str) -> None:
         self.names = check_output_names(names, "readback")

@@ -2,7 +2,7 @@
 
 Blocking calls
 --------------
-:func:`render_still` waits for the structure's compacted size before its
+:func:`render_still` (whose lanes add up on the frame's stream) waits for the structure's compacted size before its
 launches, after each launch when a ``progress`` callback is given, and for
 the frame's result (the image): that is what a still is for.
 """
@@ -16,6 +16,7 @@ import numpy as np
 
 from ..cuda import GpuSpan, elapsed_ms, synchronize
 from ._integrator import Launch
+from ._lanes import add_lanes
 from ._params import MAX_SAMPLES, launch_plan
 from ._stages import FrameBuffers
 
@@ -33,9 +34,10 @@ def render_still(pipeline: Any, first: int, total: int, progress: Callable[[int]
     """Samples ``first`` ... ``first + total - 1`` of ``pipeline`` (a :class:`~optixasync.render.RenderPipeline`)
     into the frame slot's still accumulation; the frame's result.
 
-    The result holds ``sums`` ((height, width, 4) float32: RGB sums, then dropped samples) and ``readback``,
-    views of pinned memory: release it (``with result:``). With ``stages``, the launches also write what the
-    stages need and the stages run once, after the last launch.
+    The result holds ``sums`` ((height, width, 4) float32, (views, height, width, 4) for a batch: RGB sums,
+    then dropped samples) and ``readback``, views of pinned memory: release it (``with result:``). With
+    ``stages``, the launches also write what the stages need and the stages run once, after the last launch;
+    without, a small image's samples are spread over lanes (:mod:`._lanes`).
     """
     pipeline._check_open()
     if first + total > MAX_SAMPLES:
@@ -46,24 +48,34 @@ def render_still(pipeline: Any, first: int, total: int, progress: Callable[[int]
     per_launch = opts.samples_per_launch or (min(PROGRESS_SAMPLES_PER_LAUNCH, total) if progress is not None else total)
     scheduler = pipeline.scheduler
     plan = pipeline._plan
+    views = pipeline.views.count if pipeline.views is not None else None
+    lanes = 1 if stages else pipeline.still_lanes(total)
     with scheduler.frame() as frame:
         handle = pipeline.order(frame)
         pipeline.device_scene.compact(frame.stream, wait=True)  # offline: waiting for the size costs nothing here
-        shape = (opts.height, opts.width, 4)
-        accum = frame.buffer("still sums", shape, np.float32)
-        buffers = FrameBuffers(frame, opts.width, opts.height)
+        plane = (opts.height, opts.width, 4)
+        batch = pipeline.batch_launch(frame) if pipeline.batched or lanes > 1 else None
+        if batch is not None:
+            batch.lanes = lanes
+        accum = frame.buffer("still sums", plane if views is None and lanes == 1 else ((views or 1) * lanes, *plane),
+                             np.float32)
+        buffers = FrameBuffers(frame, opts.width, opts.height, views)
         written = {name: buffers[name] for name in plan.integrator_outputs(True)} if stages else {}
-        sums = frame.buffer("still first-hit sums", (opts.height, opts.width, 2, 4), np.float32) \
-            if stages and plan.needs_sums(True) else None
+        sums = frame.buffer("still first-hit sums", (*((views,) if views else ()), opts.height, opts.width, 2, 4),
+                            np.float32) if stages and plan.needs_sums(True) else None
         launches: list[tuple[int, GpuSpan]] = []  # (samples done after it, its GPU span)
         for offset, count in launch_plan(total, per_launch):
             launch = Launch(opts, pipeline.camera_basis(), accum, first + offset, count, offset > 0,
-                            pipeline.device_scene.record, written, sums)
+                            pipeline.device_scene.record, written, sums, batch)
             span = GpuSpan.begin(frame.stream)
             pipeline.integrator.launch(frame, launch, params=np.zeros((), pipeline.params_dtype))
             span.stop(frame.stream)
             launches.append((offset + count, span))
         pipeline._last_launch[handle] = launches[-1][1].end
+        if lanes > 1:  # the lanes' sums, added in lane order
+            added = frame.buffer("still lanes added", plane if views is None else (views, *plane), np.float32)
+            add_lanes(accum, added, lanes, frame)
+            accum = added
         for stage in pipeline.stages if stages else ():
             stage.record(frame, buffers)
         frame.readback(accum, "sums")

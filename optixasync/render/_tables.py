@@ -87,6 +87,8 @@ class MaterialTable:
         The distinct materials, in the order of first use.
     pointers : list of int
         Per mesh, the address of its material's record.
+    indices : list of int
+        Per mesh, the index of its material in ``materials`` (the ``material_id`` output).
     """
 
     def __init__(self, scene: Scene, placement: Placement) -> None:
@@ -103,6 +105,7 @@ class MaterialTable:
         records = np.stack([material_record(m, texture_handle, tables.get(m, 0)) for m in self.materials])
         base = placement.upload(records, "material records")
         self.pointers = [base + MATERIAL_RECORD.itemsize * index[mesh.material] for mesh in scene.meshes]
+        self.indices = [index[mesh.material] for mesh in scene.meshes]
         self.ready = placement.ready()
 
 
@@ -227,6 +230,8 @@ class SceneTables:
     lights : LightTable
     record : numpy structured scalar of SCENE_RECORD
         The launch parameters' ``scene`` field, but for ``handle`` (the device scene's structure).
+    mesh_records : numpy.ndarray
+        The host values of the ``MeshRecord`` array ``record["meshes"]`` points to.
     """
 
     def __init__(self, scene: Scene, placement: Placement, emitters: EmitterTable | None = None) -> None:
@@ -238,6 +243,7 @@ class SceneTables:
         records = mesh_records(scene, vertices, indices, self.lights.emitters.offsets, self.materials.pointers,
                                attributes)
         self.record = np.zeros((), SCENE_RECORD)
+        self.mesh_records = records
         self.record["meshes"] = placement.upload(records, "mesh records")
         self.record["lights"], self.record["num_lights"] = self.lights.pointer, len(self.lights.sources)
         self.record["emitters"] = self.lights.emitters_pointer

@@ -17,7 +17,9 @@ import numpy as np
 from optixasync.cuda import Context
 from optixasync.io import tonemap_srgb
 from optixasync.render import Integrator
+from optixasync.render._lanes import add_lanes_host
 from optixasync.render._layout import PATH_PARAMS, SCENE_RECORD
+from optixasync.render._outputs import VIEWS, WORLDS
 from optixasync.render._path import PathIntegrator
 from optixasync.scheduler import FrameResult, FrameStats, SchedulerStats
 
@@ -25,16 +27,35 @@ from optixasync.scheduler import FrameResult, FrameStats, SchedulerStats
 RADIANCE = 0.5
 
 
+class DeviceArray(np.ndarray):
+    """A numpy array standing for a device array: ``.data.ptr`` is its address, as CuPy's."""
+
+    @property
+    def data(self):  # noqa: D401 (CuPy's attribute)
+        return SimpleNamespace(ptr=self.ctypes.data)
+
+
+def device_array(array) -> DeviceArray:
+    """A copy of ``array`` as a :class:`DeviceArray`."""
+    return np.array(array).view(DeviceArray)
+
+
 class FakeContext(Context):
-    """An open context without a driver: numpy 'device' memory, resources tracked."""
+    """An open context without a driver: numpy 'device' memory, resources tracked, uploads recorded."""
 
     def __init__(self) -> None:  # no super().__init__(): it would load the driver
         self.handle = 0xC0DE
         self.device_id = 0
         self.stream = "ctx stream"
-        self.memory = SimpleNamespace(empty=lambda shape, dtype, stream: np.zeros(shape, dtype))
+        self.memory = SimpleNamespace(empty=lambda shape, dtype, stream: np.zeros(shape, dtype).view(DeviceArray),
+                                      scope=lambda stream: contextlib.nullcontext())
         self.tracked: list = []
+        self.uploads: list = []
         self.closed_count = 0
+
+    def upload(self, array, stream=None):
+        self.uploads.append(np.array(array))
+        return device_array(array)
 
     def track(self, resource):
         self.tracked.append(resource)
@@ -63,11 +84,12 @@ class FakeDeviceScene:
 
     instances: list[FakeDeviceScene] = []
 
-    def __init__(self, ctx, scene, stream, emitters=None) -> None:
+    def __init__(self, ctx, scene, stream, emitters=None, instances=False) -> None:
         self.scene, self.stream = scene, stream
         self.record = np.zeros((), SCENE_RECORD)
         self.hit_records = len(scene.meshes)
-        self.instanced = bool(scene.instanced)
+        self.instanced = bool(scene.instanced) or instances
+        self.tables = SimpleNamespace(materials=SimpleNamespace(indices=_material_indices(scene)))
         self.ready = FakeReadiness()
         self.accel = SimpleNamespace(ready=SimpleNamespace(event=None))
         self.refits: list = []
@@ -92,6 +114,11 @@ class FakeDeviceScene:
         self.closed = True
 
 
+def _material_indices(scene) -> list[int]:
+    index: dict = {}
+    return [index.setdefault(m.material, len(index)) for m in scene.meshes]
+
+
 class FakeIntegrator(Integrator):
     """The path integrator's outputs and layout; each launch adds RADIANCE per sample to the accumulation."""
 
@@ -107,23 +134,36 @@ class FakeIntegrator(Integrator):
         FakeIntegrator.instances.append(self)
 
     def launch(self, frame, launch, params=None) -> None:
-        assert frozenset(launch.outputs) in self.variants, (sorted(launch.outputs), self.variants)
+        batch = launch.batch
+        flags = set() if batch is None else {VIEWS, WORLDS} if batch.worlds else {VIEWS}
+        assert frozenset({*launch.outputs, *flags}) in self.variants, (sorted(launch.outputs), flags, self.variants)
+        lanes = batch.lanes if batch is not None else 1
+        per = -(-launch.spp // lanes)  # lane l adds samples [l * per, (l + 1) * per) of the launch, as the kernel
+        shares = np.clip(launch.spp - per * np.arange(lanes), 0, per).astype(np.float32)
+        planes = launch.accum.reshape(-1, lanes, *launch.accum.shape[-3:]) if lanes > 1 else launch.accum[None, None]
+        added = (np.float32(RADIANCE) * shares)[None, :, None, None, None]
         if launch.accumulate:
-            launch.accum[..., :3] += np.float32(RADIANCE * launch.spp)
+            planes[..., :3] += added
         else:
-            launch.accum[..., :3] = np.float32(RADIANCE * launch.spp)
-            launch.accum[..., 3] = 0.0
-        mean = launch.accum[..., :3] / np.float32(launch.sample_offset + launch.spp)
+            planes[..., :3] = added
+            planes[..., 3] = 0.0
+        total = np.float32(launch.sample_offset + launch.spp)
         for name, buffer in launch.outputs.items():
+            mean = np.broadcast_to(np.float32(RADIANCE), buffer.shape[:-1] + (3,))
             if name == "image":
                 buffer[..., :3] = tonemap_srgb(mean)
                 buffer[..., 3] = 255
-            else:
+            elif name == "rays":
+                buffer[...] += launch.spp  # one camera, bounce and shadow ray per sample
+            elif buffer.shape[-1] == 4:
                 buffer[..., :3] = mean if name == "radiance" else 1.0
                 buffer[..., 3] = 1.0
+            else:
+                buffer[...] = total if name == "spp" else 1
         frame.launches.append(SimpleNamespace(spp=launch.spp, offset=launch.sample_offset, accumulate=launch.accumulate,
                                               outputs=sorted(launch.outputs), sums=launch.sums is not None,
-                                              basis=launch.basis, own_params=params is not None))
+                                              basis=launch.basis, own_params=params is not None, batch=batch,
+                                              lanes=lanes, accum_shape=launch.accum.shape))
 
     def close(self) -> None:
         self.closed = True
@@ -141,17 +181,21 @@ class FakeFrame:
         self.launched = False
         self.launches: list = []
         self.readbacks: dict[str, np.ndarray] = {}
+        self.held: list = []
         self.handle = SimpleNamespace(result=lambda: scheduler.result_of(self))
         self._buffers = scheduler.slot_buffers[self.slot]
 
     def buffer(self, name, shape, dtype):
         current = self._buffers.get(name)
         if current is None or current.shape != tuple(shape) or current.dtype != np.dtype(dtype):
-            self._buffers[name] = current = np.zeros(shape, dtype)
+            self._buffers[name] = current = np.zeros(shape, dtype).view(DeviceArray)
         return current
 
     def readback(self, array, name) -> None:
         self.readbacks[name] = np.array(array)
+
+    def hold(self, *objects) -> None:
+        self.held.extend(objects)
 
 
 class FakeScheduler:
@@ -259,5 +303,8 @@ def install(monkeypatch) -> None:
     monkeypatch.setattr("optixasync.render._still.synchronize", lambda event, what="": None)
     monkeypatch.setattr("optixasync.render._still.elapsed_ms", lambda start, end: 20.0)
     monkeypatch.setattr("optixasync.render._tonemap.tonemap_device", tonemap_on_the_host)
+    monkeypatch.setattr("optixasync.render._still.add_lanes", lambda sums, out, lanes, stream: out.__setitem__(
+        Ellipsis, add_lanes_host(np.asarray(sums), lanes).reshape(out.shape)))
+    monkeypatch.setattr("optixasync.render._step.record_event", lambda stream: "frame end")
     monkeypatch.setattr(optixasync.scheduler, "FrameScheduler", FakeScheduler)
     monkeypatch.setattr(optixasync.cuda, "Context", FakeContext)

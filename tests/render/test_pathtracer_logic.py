@@ -69,7 +69,7 @@ PROGRAM = pathtracer_source(VARIANTS)
 SOURCE = PROGRAM.text
 OPTIONS = dataclasses.replace(COMPILE_OPTIONS, include_dirs=PROGRAM.include_dirs)
 ALIGNMENT = {"PathTracerParams": 8, "SceneRecord": 8, "LightRecord": 8, "MeshRecord": 8, "EmitterTriangle": 16,
-             "MaterialRecord": 8, "EnvironmentRecord": 8}
+             "MaterialRecord": 8, "EnvironmentRecord": 8, "ViewRecord": 4, "ViewBatch": 8, "OutputRecord": 8}
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +98,9 @@ def test_struct_layouts_match_the_kernel():
     offsets = [int(v) for v in match.group(2).split(",")]
     assert int(match.group(1)) == len(expected)
     assert offsets == expected
-    assert PATH_PARAMS.itemsize == 192 and MESH_RECORD.itemsize == 144 and EMITTER_TRIANGLE.itemsize == 64
-    assert SCENE_RECORD.itemsize == 56 and PATH_PARAMS.fields["scene"][1] == 136
+    assert PATH_PARAMS.itemsize == 392 and MESH_RECORD.itemsize == 144 and EMITTER_TRIANGLE.itemsize == 64
+    assert SCENE_RECORD.itemsize == 56 and PATH_PARAMS.fields["scene"][1] == 136  # the single camera's part unmoved
+    assert PATH_PARAMS.fields["batch"][1] == 192 and PATH_PARAMS.fields["out"][1] == 296
 
 
 def test_layout_probe_detects_a_mismatch():
@@ -217,7 +218,7 @@ def test_bad_scenes_fail_before_gpu_work():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"outputs": "depth"}, ValueError, "unknown output 'depth'"),
+    ({"outputs": "zbuffer"}, ValueError, "unknown output 'zbuffer'"),
     ({"outputs": ("image", 3)}, TypeError, "output names"),
     ({"integrator": "bidirectional"}, ValueError, "integrator must be one of"),
     ({"stages": [object()]}, TypeError, "Stage objects"),

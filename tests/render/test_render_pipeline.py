@@ -60,7 +60,9 @@ def test_each_record_is_one_launch_adding_its_samples(gpu):
     assert p.samples_done == 5
     np.testing.assert_array_equal(p.accumulation[..., :3], RADIANCE * 5)
     assert (sched.frames[-1].readbacks["image"][..., :3] == 188).all()  # the sRGB of the mean 0.5
-    assert FakeIntegrator.instances[0].variants == [frozenset({"image"}), frozenset({"image"}), frozenset()]
+    # with the stages, without, a still's plain launch, and a small image's still spread over lanes (a batch's raygen)
+    assert FakeIntegrator.instances[0].variants == [frozenset({"image"}), frozenset({"image"}), frozenset(),
+                                                    frozenset({"+views"})]
 
 
 def test_a_new_camera_or_options_restart_the_accumulation(gpu):
@@ -114,8 +116,10 @@ def test_a_frame_of_another_layout_or_launched_already_is_refused(gpu):
         frame.launched = True
         with pytest.raises(RuntimeError, match="once per frame"):
             p.record(frame, 1)
-    with p.scheduler.frame() as frame, pytest.raises(ValueError, match="unknown output 'depth'"):
-        p.record(frame, 1, readback="depth")
+    with p.scheduler.frame() as frame, pytest.raises(ValueError, match="unknown output 'zbuffer'"):
+        p.record(frame, 1, readback="zbuffer")
+    with p.scheduler.frame() as frame, pytest.raises(ValueError, match="do not make 'depth'"):
+        p.record(frame, 1, readback="depth")  # an output, but not one of this pipeline's
 
 
 def test_progressive_frames_accumulate_and_come_back_in_order(gpu):
