@@ -16,6 +16,7 @@
 // (pathtracer/worlds.h) as the GPU's placement kernel does.
 // The program is the generated source (optixasync/render/_source.py, with its host entry oa_host_raygen), which
 // the test writes into the build folder and names with -DOA_PROGRAM_SOURCE; it includes pathtracer.cu.
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -122,11 +123,16 @@ inline void ignore_intersection() { state.ignored = true; }
 bool intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* t, unsigned* prim, unsigned* mesh,
                float* b1, float* b2);
 
+// Rays traced, counted by the stand-in itself (for the kernel's ray counter): [0] closest-hit rays (miss 0),
+// [1] shadow rays (miss 1).
+inline std::atomic<unsigned long long> host_traces[2];
+
 template <unsigned N>
 inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, float, unsigned, unsigned flags,
                   unsigned sbt_offset, unsigned sbt_stride, unsigned miss_index, unsigned (&p)[N]) {
     // The kernel relies on these (one SBT record per mesh, stride 1, offset 0): check them here too.
     if (sbt_offset != 0u || sbt_stride != 1u || (flags & RAY_FLAG_DISABLE_ANYHIT)) std::abort();
+    host_traces[miss_index == 1u ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
     float t, b1, b2;
     unsigned prim, mesh;
     for (unsigned i = 0; i < N; ++i) state.payload[i] = p[i];
@@ -270,6 +276,12 @@ extern "C" int oa_host_launch3(const void* launch_params, const unsigned* triang
     }
     for (auto& thread : pool) thread.join();
     return 0;
+}
+
+// The stand-in's own count of the rays traced since the last call (closest-hit, shadow), then zeroed.
+extern "C" void oa_host_trace_counts(unsigned long long* out) {
+    out[0] = oa::host_traces[0].exchange(0);
+    out[1] = oa::host_traces[1].exchange(0);
 }
 
 extern "C" int oa_host_launch(const void* launch_params, const unsigned* triangle_counts, unsigned num_meshes,
