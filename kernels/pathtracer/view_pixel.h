@@ -2,8 +2,9 @@
 //
 // The launch is width x height x (views * lanes). A lane is a share of a pixel's samples: with L lanes, lane l
 // adds samples [l * ceil(spp / L), ...) of the launch into its own running sums (accum holds views * lanes planes),
-// and the host adds the lanes up after the launch, in lane order (optixasync/render/_lanes.py); with one lane
-// (every launch but a plain still of a small image) the thread writes the outputs itself. A view's random numbers
+// and the host adds the lanes up after the launch, in lane order (optixasync/render/_lanes.py: a still gives each
+// lane one sample, so that the lanes add up in sample order); with one lane (every launch but a plain still of a
+// small image) the thread writes the outputs itself. A view's random numbers
 // depend on its seed, the pixel and the absolute sample index only, so view b of a batch renders as a batch of
 // that one view does, bit for bit; a VIEW_CAMERA view with the launch's seed renders as the single-camera raygen
 // (pathtracer.cu) does.

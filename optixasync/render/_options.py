@@ -50,16 +50,14 @@ class RenderOptions:
         radiance, albedo and normal, or :class:`~optixasync.render.Views`);
         the single-camera raygen always jitters.
     sample_lanes : int
-        Threads per pixel of a still (:meth:`RenderPipeline.render`), each
-        summing a share of the samples; the shares are added after the
-        launch in a fixed order. 0 (the default) decides from the size: a
-        still of fewer than :data:`LANE_TARGET_THREADS` pixels (times views)
-        gets enough lanes to reach it, at most one per sample and
-        :data:`MAX_LANES`; 1 keeps one thread per pixel. The lane count
-        depends on the image size, the views and the samples only, so a
-        still is reproducible bit for bit on any GPU; against one lane its
-        sums differ by the float rounding of the regrouped additions
-        (measured by ``tests/render/test_views_host.py``).
+        Threads per pixel of a still (:meth:`RenderPipeline.render`): its
+        samples go in launches of that many, one sample per thread, each
+        launch's samples then added to the sums in sample order, so the
+        sums are bitwise those of one thread per pixel. 0 (the default)
+        decides from the size: a still of fewer than
+        :data:`LANE_TARGET_THREADS` pixels (times views) gets enough lanes
+        to reach it, at most one per sample and :data:`MAX_LANES`; 1 keeps
+        one launch of one thread per pixel.
 
     Raises
     ------

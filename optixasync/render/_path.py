@@ -29,7 +29,7 @@ from .._optix._types import CompileDebugLevel, CompileOptimizationLevel, Travers
 from ..program import CompileOptions, Module, ModuleOptions, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
 from ._integrator import Integrator, Launch, register_integrator
 from ._layout import PATH_PARAMS
-from ._outputs import OUTPUTS, SUMS_OUTPUTS, VARIANT_VIEWS, VIEWS, WORLDS, output_mask
+from ._outputs import OUTPUTS, SUMS_OUTPUTS, VIEWS, WORLDS, output_mask
 from ._params import PARAMS_OUTPUTS, fill_batch, fill_params
 from ._source import pathtracer_source
 
@@ -108,10 +108,10 @@ class PathIntegrator(Integrator):
                                      [self.hit] * scene.hit_records, stream=stream)
             self.variants[mask] = (raygen, pipeline, sbt)
 
-    def mask_of(self, names: Iterable[str]) -> int:
+    @classmethod
+    def mask_of(cls, names: Iterable[str]) -> int:
         """The variant mask of an output set (with its flags): its raygen is ``__raygen__outputs_<mask>``."""
-        mask = output_mask(names)
-        return mask | self.variant_bits if mask & VARIANT_VIEWS or self.variant_bits else mask
+        return output_mask(names) | cls.variant_bits
 
     def launch(self, frame: Any, launch: Launch, params: Any = None) -> None:
         """Fill the parameters (``frame.params``, or ``params`` for a launch of its own) and launch.

@@ -57,25 +57,24 @@ def render_still(pipeline: Any, first: int, total: int, progress: Callable[[int]
         batch = pipeline.batch_launch(frame) if pipeline.batched or lanes > 1 else None
         if batch is not None:
             batch.lanes = lanes
-        accum = frame.buffer("still sums", plane if views is None and lanes == 1 else ((views or 1) * lanes, *plane),
-                             np.float32)
+        accum = frame.buffer("still sums", plane if views is None else (views, *plane), np.float32)
+        lane_sums = frame.buffer("still lanes", ((views or 1) * lanes, *plane), np.float32) if lanes > 1 else None
         buffers = FrameBuffers(frame, opts.width, opts.height, views)
         written = {name: buffers[name] for name in plan.integrator_outputs(True)} if stages else {}
         sums = frame.buffer("still first-hit sums", (*((views,) if views else ()), opts.height, opts.width, 2, 4),
                             np.float32) if stages and plan.needs_sums(True) else None
         launches: list[tuple[int, GpuSpan]] = []  # (samples done after it, its GPU span)
         for offset, count in launch_plan(total, per_launch):
-            launch = Launch(opts, pipeline.camera_basis(), accum, first + offset, count, offset > 0,
-                            pipeline.device_scene.record, written, sums, batch)
             span = GpuSpan.begin(frame.stream)
-            pipeline.integrator.launch(frame, launch, params=np.zeros((), pipeline.params_dtype))
+            if lane_sums is None:
+                launch = Launch(opts, pipeline.camera_basis(), accum, first + offset, count, offset > 0,
+                                pipeline.device_scene.record, written, sums, batch)
+                pipeline.integrator.launch(frame, launch, params=np.zeros((), pipeline.params_dtype))
+            else:
+                _lane_launches(pipeline, frame, batch, accum, lane_sums, first + offset, count, offset > 0)
             span.stop(frame.stream)
             launches.append((offset + count, span))
         pipeline._last_launch[handle] = launches[-1][1].end
-        if lanes > 1:  # the lanes' sums, added in lane order
-            added = frame.buffer("still lanes added", plane if views is None else (views, *plane), np.float32)
-            add_lanes(accum, added, lanes, frame)
-            accum = added
         for stage in pipeline.stages if stages else ():
             stage.record(frame, buffers)
         frame.readback(accum, "sums")
@@ -85,6 +84,21 @@ def render_still(pipeline: Any, first: int, total: int, progress: Callable[[int]
     result = frame.handle.result()
     pipeline.last_nonfinite = int(result["sums"][..., 3].sum())
     return result
+
+
+def _lane_launches(pipeline: Any, frame: Any, batch: Any, accum: Any, lane_sums: Any, first: int, count: int,
+                   accumulate: bool) -> None:
+    """Samples ``first`` ... ``first + count - 1`` one per lane, ``batch.lanes`` at a time, each launch's lanes then
+    added to ``accum`` in lane order: the order one thread adds its samples in (:mod:`._lanes`)."""
+    lanes = batch.lanes
+    for start in range(0, count, lanes):
+        n = min(lanes, count - start)
+        batch.lanes = n
+        launch = Launch(pipeline.options, pipeline.camera_basis(), lane_sums, first + start, n, False,
+                        pipeline.device_scene.record, {}, None, batch)
+        pipeline.integrator.launch(frame, launch, params=np.zeros((), pipeline.params_dtype))
+        add_lanes(lane_sums[: batch.views * n], accum, n, accumulate or start > 0, frame)
+    batch.lanes = lanes
 
 
 def _report(pipeline: Any, launches: list[tuple[int, GpuSpan]], progress: Any) -> None:

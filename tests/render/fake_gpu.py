@@ -140,7 +140,8 @@ class FakeIntegrator(Integrator):
         lanes = batch.lanes if batch is not None else 1
         per = -(-launch.spp // lanes)  # lane l adds samples [l * per, (l + 1) * per) of the launch, as the kernel
         shares = np.clip(launch.spp - per * np.arange(lanes), 0, per).astype(np.float32)
-        planes = launch.accum.reshape(-1, lanes, *launch.accum.shape[-3:]) if lanes > 1 else launch.accum[None, None]
+        planes = (launch.accum[: batch.views * lanes].reshape(batch.views, lanes, *launch.accum.shape[-3:])
+                  if lanes > 1 else launch.accum[None, None])
         added = (np.float32(RADIANCE) * shares)[None, :, None, None, None]
         if launch.accumulate:
             planes[..., :3] += added
@@ -303,8 +304,8 @@ def install(monkeypatch) -> None:
     monkeypatch.setattr("optixasync.render._still.synchronize", lambda event, what="": None)
     monkeypatch.setattr("optixasync.render._still.elapsed_ms", lambda start, end: 20.0)
     monkeypatch.setattr("optixasync.render._tonemap.tonemap_device", tonemap_on_the_host)
-    monkeypatch.setattr("optixasync.render._still.add_lanes", lambda sums, out, lanes, stream: out.__setitem__(
-        Ellipsis, add_lanes_host(np.asarray(sums), lanes).reshape(out.shape)))
+    monkeypatch.setattr("optixasync.render._still.add_lanes", lambda sums, out, lanes, accumulate, stream:
+                        add_lanes_host(np.asarray(sums), lanes, out, accumulate))
     monkeypatch.setattr("optixasync.render._step.record_event", lambda stream: "frame end")
     monkeypatch.setattr(optixasync.scheduler, "FrameScheduler", FakeScheduler)
     monkeypatch.setattr(optixasync.cuda, "Context", FakeContext)

@@ -146,7 +146,7 @@ class HostBatch:
             record["meshes_per_world"] = self.layout.meshes
         return record
 
-    def launch(self, sample_offset: int, spp: int, lanes: int = 1) -> None:
+    def launch(self, sample_offset: int, spp: int, lanes: int = 1, accumulate: bool | None = None) -> None:
         """One launch of ``spp`` samples from ``sample_offset`` (``lanes`` > 1: into lane sums, outputs unwritten)."""
         if lanes > 1 and self.accum.shape[0] != self.count * lanes:
             h, w = self.options.height, self.options.width
@@ -156,7 +156,8 @@ class HostBatch:
         addresses["aov_sums"] = self.sums.ctypes.data
         fill_params(params, options=self.options, camera=self.scene.camera, accum=self.accum.ctypes.data,
                     scene=self.record, sample_offset=sample_offset, spp=spp, image=addresses.get("image", 0),
-                    outputs={k: v for k, v in addresses.items() if k in ("radiance", "albedo", "normal", "aov_sums")})
+                    outputs={k: v for k, v in addresses.items() if k in ("radiance", "albedo", "normal", "aov_sums")},
+                    accumulate=accumulate)
         fill_batch(params, BatchLaunch(self.batch_record(lanes), None, self.count, self.layout is not None),
                    addresses, lanes)
         mask = self.mask() if lanes == 1 else _Path.mask_of({"+views"})

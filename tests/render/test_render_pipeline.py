@@ -149,7 +149,7 @@ def test_animated_frames_call_the_update_and_are_each_their_own_image(gpu):
 
 
 def test_a_still_is_one_frame_of_launches_with_their_own_parameters(gpu):
-    p = pipeline(options=RenderOptions(width=8, height=6, spp=10, samples_per_launch=4))
+    p = pipeline(options=RenderOptions(width=8, height=6, spp=10, samples_per_launch=4, sample_lanes=1))
     done = []
     linear = p.render(progress=done.append)
     (frame,) = p.scheduler.frames
