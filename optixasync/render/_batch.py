@@ -159,6 +159,7 @@ class BatchState:
             record["pose_stride"] = 12
         scene = None
         if self.worlds is not None:
+            self.worlds.accel.ready.order(stream)  # after the worlds' set-up, or a step moved on another stream
             if inputs.transforms is not None:
                 self.worlds.move(inputs.transforms, inputs.transforms_stride, stream)
             scene, previous_meshes = self.worlds.launch_records()

@@ -61,6 +61,9 @@ def render_still(pipeline: Any, first: int, total: int, progress: Callable[[int]
         lane_sums = frame.buffer("still lanes", ((views or 1) * lanes, *plane), np.float32) if lanes > 1 else None
         buffers = FrameBuffers(frame, opts.width, opts.height, views)
         written = {name: buffers[name] for name in plan.integrator_outputs(True)} if stages else {}
+        if "rays" in written:
+            with pipeline.ctx.memory.scope(frame.stream):
+                written["rays"].fill(0)  # counted over the still's launches
         sums = frame.buffer("still first-hit sums", (*((views,) if views else ()), opts.height, opts.width, 2, 4),
                             np.float32) if stages and plan.needs_sums(True) else None
         launches: list[tuple[int, GpuSpan]] = []  # (samples done after it, its GPU span)

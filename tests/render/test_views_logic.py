@@ -61,7 +61,7 @@ class FakeWorlds(DeviceWorlds):
         self._records = [device_array(np.zeros(16, np.uint8)), device_array(np.zeros(16, np.uint8))]
         self._current = 0
         self._scene_record = device_scene.record.copy()
-        self.accel = SimpleNamespace(handle=0xA5, close=lambda: None)
+        self.accel = SimpleNamespace(handle=0xA5, close=lambda: None, ready=SimpleNamespace(order=lambda stream: 0))
         self.steps, self.moved = 0, False
 
     def move(self, transforms, stride, stream) -> None:
