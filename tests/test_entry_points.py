@@ -48,6 +48,7 @@ SCRIPTS = [
     "benchmarks/bench_pipeline.py",
     "benchmarks/bench_startup.py",
     "benchmarks/bench_longrun.py",
+    "benchmarks/bench_views.py",
 ]
 #: The CLI commands, run as ``python -m optixasync ...``.
 COMMANDS = {

@@ -447,3 +447,24 @@ def test_bad_transforms_fail_before_gpu_work(gpu, transforms, error, match):
         with pytest.raises(error, match=match):
             p.record(frame, 1, transforms=transforms)
         assert frame.launches == [] and p._batch.worlds.moves == []
+
+
+def test_the_benchmarks_tabletop_worlds_fit_one_structure():
+    """bench_views.py's RL scene: about 20 meshes, 4096 worlds of them laid out on the host in well under a second."""
+    import importlib.util
+    import time
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_views.py"
+    spec = importlib.util.spec_from_file_location("bench_views", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    scene, movable = bench.tabletop(20)
+    assert len(scene.meshes) == 20 and len(movable) == 18
+    start = time.perf_counter()
+    layout = WorldLayout.of(scene, Worlds(4096, movable=movable))
+    from optixasync.render._params import mesh_records
+
+    base = mesh_records(scene, [0] * 20, [0] * 20, np.zeros(20), [0] * 20)
+    records = layout.records(base, scene)
+    assert len(records) == 4096 * 20 and time.perf_counter() - start < 2.0
