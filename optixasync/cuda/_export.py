@@ -92,7 +92,9 @@ class ExportedArray:
             self.consumers.add(handle)
         try:
             return self.array.__dlpack__(stream=_NO_SYNC, max_version=max_version, dl_device=dl_device, copy=copy)
-        except TypeError:  # an older CuPy without the DLPack 1.0 keywords
+        except (TypeError, ValueError, BufferError, NotImplementedError):
+            # a CuPy without the DLPack 1.0 keywords or the "no synchronization" stream: its legacy capsule, which
+            # synchronizes nothing either
             return self.array.toDlpack()
 
     @property

@@ -160,12 +160,17 @@ class RenderPipeline(BatchFrames):
         self.stream = create_stream() if stream is None else as_cupy_stream(stream)
         self._closed = False
         self.device_scene = DeviceScene(ctx, scene, self.stream, emitters, instances=layout is not None)
+        self._lanes = lanes_compiled(self._options, self.views, self.batched)
         try:
-            self._lanes = lanes_compiled(self._options, self.views, self.batched)
             variants = batch_variants(self._plan.variants, self.batched, layout is not None, self._lanes)
             self.integrator: Integrator = cls(ctx, self.device_scene, variants)
+        except BaseException:
+            self.device_scene.close()
+            raise
+        try:
             self._batch = make_batch_state(ctx, self.device_scene, self.views, layout, self.stream)
         except BaseException:
+            self.integrator.close()
             self.device_scene.close()
             raise
         self.params_dtype = cls.params_dtype
