@@ -1,4 +1,4 @@
-"""The ``optixasync`` command: ``doctor``, ``render``, ``view``, ``syncwatch``, and ``--version``.
+"""The ``optixasync`` command: ``doctor``, ``render``, ``view``, ``syncwatch``, ``dataset``, and ``--version``.
 
 A thin layer over the public API, in one package: each subcommand is a
 module with ``add_parser(subparsers)`` and ``run(args) -> int``
@@ -37,6 +37,7 @@ SUBCOMMAND_MODULES = {
     "render": "optixasync.cli._render",
     "view": "optixasync.cli._view",
     "syncwatch": "optixasync.cli._syncwatch",
+    "dataset": "optixasync.cli._dataset",
 }
 
 

@@ -18,7 +18,8 @@ cameras) and of :class:`Worlds` (copies of the scene moved by a device
 array) renders in one launch, its outputs kept on the GPU
 (:meth:`RenderPipeline.step` returns :class:`DeviceOutputs`, for torch, JAX
 and CuPy without copies); ids map back to the scene (:func:`id_names`,
-:func:`label_map`, :func:`segment`). Stages run after each launch
+:func:`label_map`, :func:`segment`); :func:`write_dataset` renders a randomized dataset to files, resumably.
+Stages run after each launch
 (:class:`Tonemap`, :class:`Readback`, :class:`WriteImages`, and the
 denoiser's :class:`optixasync.denoise.Denoise`); light types are registered
 in :mod:`optixasync.render.lights` like BSDF families in
@@ -31,6 +32,7 @@ before its launch. Importing this package loads no CUDA library.
 from __future__ import annotations
 
 from . import _gbuffer, _path  # noqa: F401 (register the path and G-buffer integrators)
+from ._dataset import DatasetOptions, DatasetReport, write_dataset
 from ._device_outputs import DeviceOutputs
 from ._device_scene import check_scene
 from ._ids import NO_ID, id_names, label_map, segment
@@ -46,6 +48,8 @@ from ._worlds import Worlds
 __all__ = [
     "CameraSwing",
     "ClothMotion",
+    "DatasetOptions",
+    "DatasetReport",
     "DeviceOutputs",
     "FrameBuffers",
     "FrameUpdate",
@@ -68,4 +72,5 @@ __all__ = [
     "label_map",
     "register_integrator",
     "segment",
+    "write_dataset",
 ]
