@@ -164,7 +164,7 @@ def test_the_doctor_sample_with_a_gpu_has_the_lines_doctor_prints(monkeypatch):
     monkeypatch.setattr(_driver, "driver_cuda_version", lambda: 13000)
     monkeypatch.setattr(_driver, "devices", lambda: [_Gpu()])
     monkeypatch.setattr(_driver, "require_cupy", lambda: types.SimpleNamespace(__version__="14.2.0"))
-    monkeypatch.setattr(_loader, "load_library", lambda: object())
+    monkeypatch.setattr(_driver, "load_optix_library", lambda: object())
     monkeypatch.setattr(_loader, "probe_abi", lambda lib, abi: 0 if abi in (87, 105) else 7801)
     monkeypatch.setattr(optixasync.program, "nvrtc_version", lambda: (13, 0))
     monkeypatch.setattr(optixasync.denoise, "available_denoisers",

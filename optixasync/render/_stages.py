@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,8 +67,8 @@ class Stage:
         Outputs it makes.
     """
 
-    needs: ClassVar[frozenset[str]] = frozenset()
-    writes: ClassVar[frozenset[str]] = frozenset()
+    needs: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset()
 
     def record(self, frame: Frame, buffers: FrameBuffers) -> None:
         """Enqueue the stage's GPU work for ``frame`` on the frame (its stream), reading and writing ``buffers``."""
@@ -94,7 +94,7 @@ class Tonemap(Stage):
         (self.source,) = check_output_names(source, "the tonemap's source")
         if OUTPUTS[self.source].dtype != np.float32:
             raise ValueError(f"the tonemap needs a linear float output, not {self.source!r}")
-        self.needs = frozenset({self.source})  # type: ignore[misc]
+        self.needs = frozenset({self.source})
 
     def record(self, frame: Frame, buffers: FrameBuffers) -> None:
         from ._tonemap import tonemap_device
@@ -110,7 +110,7 @@ class Readback(Stage):
 
     def __init__(self, names: Iterable[str] | str) -> None:
         self.names = check_output_names(names, "readback")
-        self.needs = frozenset(self.names)  # type: ignore[misc]
+        self.needs = frozenset(self.names)
 
     def record(self, frame: Frame, buffers: FrameBuffers) -> None:
         for name in self.names:
@@ -132,7 +132,7 @@ class WriteImages(Stage):
 
         self.base = check_image_path(base)
         (self.output,) = check_output_names(output, "the written output")
-        self.needs = frozenset({self.output})  # type: ignore[misc]
+        self.needs = frozenset({self.output})
         self._writer = ImageWriter(workers=workers)
         self.written = 0
 
