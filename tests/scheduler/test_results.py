@@ -480,6 +480,7 @@ def cpu_scheduler(slots: int = 4, thread: bool = False, fences=None) -> FrameSch
     fences = iter(fences or ())
     completion.fence = lambda frame: next(fences, None) or FakeFence(True)
     sched = object.__new__(FrameScheduler)
+    sched.ctx = None  # a frame names its scheduler's context (stages read it); these frames never reach a GPU
     sched.options, sched.stats, sched.stream, sched.params_dtype = completion._options, stats, None, None
     sched.frames_in_flight, sched._ring, sched._lock, sched._completion = slots, ring, completion._lock, completion
     sched._slots = [StubSlot(i) for i in range(slots)]
