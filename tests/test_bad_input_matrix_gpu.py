@@ -599,7 +599,7 @@ simple("tonemap-of-an-8-bit-output", ValueError, "linear float output", lambda e
 simple("tonemap-of-an-unknown-output", ValueError, "unknown output", lambda e: Tonemap("depth"))
 simple("write-images-to-a-jpg", ValueError, "unsupported image format '.jpg'", lambda e: WriteImages(e.tmp / "x.jpg"))
 simple("denoise-without-its-guides", ValueError, "albedo=True and normal=True",
-       lambda e: Denoise({"albedo": False, "normal": True}))
+       lambda e: Denoise({"albedo": True, "normal": False}))
 
 
 def _recording(env: Env, **kwargs: Any) -> Any:
