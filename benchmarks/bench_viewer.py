@@ -57,7 +57,7 @@ def make_source(args: argparse.Namespace) -> Any:
         return CpuFrameSource(args.width, args.height, max_samples=10**9)
     if args.gpu:
         from optixasync.scene import cornell_box
-        from optixasync.viewer._gpu import PathTracerSource
+        from optixasync.viewer import PathTracerSource
 
         return PathTracerSource(cornell_box(), args.width, args.height)
     renderer = CpuRenderer(seed=1)
