@@ -10,7 +10,7 @@ Device arrays of other libraries (PyTorch, JAX, CuPy, Numba: anything with
 :func:`~optixasync.cuda.consume_device_array` makes the build (or refit)
 stream wait on the GPU for the producer's pending writes, as its protocol
 states them, and the structure keeps the producer alive while it may read
-the memory. optixasync's own device arrays (its uploads, ``PathTracer.vertices``)
+the memory. optixasync's own device arrays (its uploads, ``RenderPipeline.vertices(i)``)
 are read in the order of the stream passed, where their writer enqueued them.
 
 Blocking calls

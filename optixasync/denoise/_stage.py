@@ -71,8 +71,8 @@ class Denoise(Stage):
         self.denoiser: Denoiser | None = None
         self._frames: tuple[int, int, int] | None = None  # (stream handle, slots, shape) of the first frame
 
-    def record(self, frame: Frame, buffers: FrameBuffers) -> None:
-        height, width = buffers.shape[:2]
+    def prepare(self, frame: Frame, shape: tuple[int, int]) -> None:
+        height, width = shape
         seen = (int(frame.stream.ptr), frame.frames_in_flight, (height, width))
         if self.denoiser is None:
             slots = min(max(frame.frames_in_flight, 1), MAX_FILTERS_LIMIT)
@@ -84,6 +84,10 @@ class Denoise(Stage):
         elif seen != self._frames:
             raise ValueError("this Denoise stage serves the frames of one scheduler and image size (made for "
                              f"{self._frames}, got {seen}): give each pipeline its own")
+
+    def record(self, frame: Frame, buffers: FrameBuffers) -> None:
+        if self.denoiser is None:
+            raise RuntimeError("Denoise.record before prepare: the pipeline prepares its stages before the launch")
         self.denoiser.denoise(buffers["radiance"], buffers["denoised"], buffers["albedo"], buffers["normal"],
                               stream=frame)
 

@@ -285,7 +285,8 @@ class RenderPipeline:
         """
         self._check_open()
         spp = positive_int("spp", spp)
-        names = self._plan.check_readback(self.readback if readback is DEFAULT else readback, staged=stages)
+        names = self._plan.check_readback(self._default_readback(stages) if readback is DEFAULT else readback,
+                                          staged=stages)
         if frame.launched:
             raise RuntimeError("this frame has already launched with its parameters: call record() once per frame")
         if frame.params is None or frame.params.dtype != self.params_dtype:
@@ -299,6 +300,8 @@ class RenderPipeline:
         sums = self._plan.needs_sums(stages)
         if sums and self._samples > 0 and not self._sums_current:
             self.reset()  # the sums would not cover the earlier samples
+        for stage in self.stages if stages else ():
+            stage.prepare(frame, (self._options.height, self._options.width))  # a refusal adds no samples
         handle = self.order(frame)  # the frame as the stream: its GPU time starts here
         self.device_scene.compact(frame.stream)  # once the size has arrived; never waits
         buffers = FrameBuffers(frame, self._options.width, self._options.height)
@@ -316,6 +319,13 @@ class RenderPipeline:
         for name in names:
             frame.readback(buffers[name], name)
         return buffers.made()
+
+    def _default_readback(self, stages: bool) -> tuple[str, ...]:
+        """The pipeline's readback, less what only the stages make when they do not run."""
+        if stages:
+            return self.readback
+        plain = self._plan.integrator_outputs(False)
+        return tuple(name for name in self.readback if name in plain)
 
     def _first_hit_sums(self, frame: Frame) -> Any:
         if self._sums is None:  # made on the frames' stream, which is the only one that uses it
@@ -335,8 +345,16 @@ class RenderPipeline:
         still). The stages' :meth:`Stage.deliver` sees each result with readbacks before it is yielded. Results
         hold pinned memory until released: use them as ``with result:``, or drop them.
         """
+        self._check_open()
         count = as_int("count", count, 0)
+        spp = positive_int("spp", spp)
+        if update is not None and not callable(update):
+            raise TypeError(f"update must be a callable (pipeline, index, frame), got {type(update).__name__}")
         accumulate = update is None if accumulate is None else bool(accumulate)
+        return self._frames(count, spp, update, accumulate, readback, last_only, stages)
+
+    def _frames(self, count: int, spp: int, update: Callable[[RenderPipeline, int, Frame], None] | None,
+                accumulate: bool, readback: Any, last_only: bool, stages: bool) -> Iterator[FrameResult]:
         scheduler = self.scheduler
         for k in range(count):
             with scheduler.frame() as frame:

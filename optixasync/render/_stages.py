@@ -70,6 +70,10 @@ class Stage:
     needs: frozenset[str] = frozenset()
     writes: frozenset[str] = frozenset()
 
+    def prepare(self, frame: Frame, shape: tuple[int, int]) -> None:
+        """Check ``frame`` (and set up for it) before its launch: a stage that refuses a frame raises here, so
+        the refused frame adds no samples. ``shape`` is the image's (height, width)."""
+
     def record(self, frame: Frame, buffers: FrameBuffers) -> None:
         """Enqueue the stage's GPU work for ``frame`` on the frame (its stream), reading and writing ``buffers``."""
 
@@ -121,16 +125,20 @@ class Readback(Stage):
 
 
 class WriteImages(Stage):
-    """Write each completed frame's ``output`` (read back) to ``base`` numbered by frame, atomically.
+    """Write each completed frame's ``output`` (read back) to ``base``, numbered in delivery order, atomically.
 
-    ``base`` ``out.png`` gives ``out_0000.png``, ``out_0001.png``, ... (:func:`optixasync.io.numbered_path`);
-    files are written under a temporary name and renamed, on the writer's threads.
+    ``base`` ``out.png`` gives ``out_0000.png``, ``out_0001.png``, ... (:func:`optixasync.io.numbered_path`),
+    one number per frame this stage is handed (its :attr:`written` count: frames rendered before, such as a
+    still, do not shift the numbers); ``first`` is the first number. Files are written under a temporary name and
+    renamed, on the writer's threads.
     """
 
-    def __init__(self, base: str | Path, output: str = "image", *, workers: int = 4) -> None:
+    def __init__(self, base: str | Path, output: str = "image", *, workers: int = 4, first: int = 0) -> None:
         from ..io import ImageWriter, check_image_path
+        from ..validation import as_int
 
         self.base = check_image_path(base)
+        self.first = as_int("first", first, 0)
         (self.output,) = check_output_names(output, "the written output")
         self.needs = frozenset({self.output})
         self._writer = ImageWriter(workers=workers)
@@ -141,8 +149,9 @@ class WriteImages(Stage):
 
         image = result[self.output]
         image = image[..., :3] if image.ndim == 3 and image.shape[-1] == 4 else image
+        number = self.first + self.written
         self.written += 1
-        return self._writer.submit(numbered_path(self.base, result.index), image)
+        return self._writer.submit(numbered_path(self.base, number), image)
 
     def close(self) -> None:
         self._writer.close()

@@ -47,6 +47,8 @@ def render_still(pipeline: Any, first: int, total: int, progress: Callable[[int]
     scheduler = pipeline.scheduler
     plan = pipeline._plan
     with scheduler.frame() as frame:
+        for stage in pipeline.stages if stages else ():
+            stage.prepare(frame, (opts.height, opts.width))  # a refusal before any launch
         handle = pipeline.order(frame)
         pipeline.device_scene.compact(frame.stream, wait=True)  # offline: waiting for the size costs nothing here
         shape = (opts.height, opts.width, 4)

@@ -1,6 +1,6 @@
 """Scenes for the path tracer: materials, textures, triangle meshes, shapes, lights, the camera, built-in scenes.
 
-Plain host-side data (numpy); :class:`optixasync.render.PathTracer` turns a
+Plain host-side data (numpy); :class:`optixasync.render.RenderPipeline` turns a
 :class:`Scene` into an acceleration structure and device records. The file
 readers (glTF, OBJ, textures, environment maps) treat files as untrusted:
 they read only inside an asset's folder and check every count against
