@@ -35,9 +35,9 @@ bench() {  # tree label, script, arguments...
   local tree=$1 label=$2
   shift 2
   if [ "$tree" = before ]; then
-    (cd "$BEFORE" && export PYTHONPATH="$BEFORE:$PYTHONPATH" && run_part benches 300 python "$@") || true
+    (cd "$BEFORE" && export PYTHONPATH="$BEFORE:$PYTHONPATH" && run_part benches "${BENCH_TIMEOUT:-300}" python "$@") || true
   else
-    run_part benches 300 python "$@"
+    run_part benches "${BENCH_TIMEOUT:-300}" python "$@"
   fi
   echo "-- above: $label ($tree)" >>"$out/benches.log"
 }

@@ -51,6 +51,35 @@ def test_examples_and_tutorials_import_only_public_names(name, source):
     assert not found, f"{name} imports private optixasync modules or names: {found}"
 
 
+def imported_names(source: str) -> list[tuple[str, str]]:
+    """``(module, name)`` of every ``from optixasync... import name`` in ``source``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "optixasync":
+            out += [(node.module, alias.name) for alias in node.names]
+    return out
+
+
+@pytest.mark.parametrize("name, source", sources(), ids=[name for name, _ in sources()])
+def test_what_they_import_exists(name, source):
+    """A name moved or renamed in the package is caught here, without a GPU, not when the page runs on one."""
+    import importlib
+
+    try:
+        wanted = imported_names(source)
+    except SyntaxError:
+        pytest.skip(f"{name} is not a whole Python program (a fragment of one)")
+    missing = []
+    for module, attr in wanted:
+        owner = importlib.import_module(module)
+        if not hasattr(owner, attr):
+            try:
+                importlib.import_module(f"{module}.{attr}")
+            except ImportError:
+                missing.append(f"{module}.{attr}")
+    assert not missing, f"{name} imports names that do not exist: {missing}"
+
+
 def test_there_are_examples_and_tutorial_blocks():
     names = [name for name, _ in sources()]
     assert sum(n.startswith("examples/") for n in names) >= 3

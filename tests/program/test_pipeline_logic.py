@@ -436,7 +436,7 @@ def test_launch_needs_params_size_for_a_raw_pointer(pipeline_and_sbt):
 def test_launch_refuses_an_sbt_of_another_context(pipeline_and_sbt):
     pipeline, _ = pipeline_and_sbt
     other = FakeDeviceContext(device_id=1)
-    foreign = ShaderBindingTable(other, make_group(other, "raygen"))
+    foreign = ShaderBindingTable(other, make_group(other, "raygen"), [make_group(other, "miss")])
     with pytest.raises(ValueError, match="shader binding table belongs to another context"):
         pipeline.launch(foreign, np.zeros(4, np.uint8), 4, 4)
 
