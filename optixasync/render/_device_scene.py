@@ -209,6 +209,8 @@ class DeviceScene:
 
         Pass the ``stream`` that will write it to order it after the set-up (the initial upload) first.
         """
+        if self.tables is None:
+            raise RuntimeError("the device scene is closed")
         vertices = self.tables.geometry.vertices
         index = int(mesh_index)
         if not 0 <= index < len(vertices):
@@ -235,3 +237,5 @@ class DeviceScene:
         for gas in self.geometries:
             gas.close()  # idempotent: without instances, the one GAS is self.accel
         self._placement.release()
+        self.tables = None  # its geometry lists hold the vertex and index arrays: none outlives the close
+        self.geometries = []
