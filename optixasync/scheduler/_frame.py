@@ -370,6 +370,7 @@ class Frame:
         self.readbacks = []
         self.holds.clear()
         self.span = None
+        self.work = None  # a work function that refers back to the frame would keep it (and its result) alive
         return readbacks
 
     def __repr__(self) -> str:

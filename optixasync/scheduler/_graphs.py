@@ -244,7 +244,7 @@ class FrameGraphs:
             self._capture(frame, graph, graph.variant(slot.destinations), shape, reason, fence)
         else:
             self._run_eagerly(frame, f"{reason}: runs eagerly once, the next frame of the slot captures", fence)
-            graph.warm = shape
+            graph.warm = (frame.key, slot.generation)  # with the buffers its work made: that is the shape now
 
     @staticmethod
     def _new(slot: Slot) -> SlotGraph:
