@@ -31,6 +31,7 @@ from ._integrator import Integrator, Launch, PreparedLaunch, register_integrator
 from ._layout import PATH_PARAMS
 from ._outputs import output_mask
 from ._params import fill_params
+from ._refill import ParamsRefill
 from ._source import pathtracer_source
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ class PathIntegrator(Integrator):
         self.hit = ProgramGroup.hitgroup(ctx, self.module, closesthit="__closesthit__radiance",
                                          anyhit="__anyhit__cutout")
         self.variants: dict[int, tuple[ProgramGroup, Pipeline, ShaderBindingTable]] = {}
+        self._refill = ParamsRefill(self.params_dtype)
         stream = scene.stream
         for mask in masks:
             raygen = ProgramGroup.raygen(ctx, self.module, f"__raygen__outputs_{mask}")
@@ -118,6 +120,8 @@ class PathIntegrator(Integrator):
     def prepare(self, params: Any, launch: Launch) -> PreparedLaunch:
         """Fill ``params`` for ``launch`` and return the variant's launch, to enqueue on the frame later.
 
+        A block last filled from the same inputs gets its sample counts only (:mod:`._refill`).
+
         Raises
         ------
         ValueError
@@ -129,6 +133,16 @@ class PathIntegrator(Integrator):
             raise ValueError(f"the path integrator was not compiled for the outputs {sorted(launch.outputs)} "
                              f"(variants: {sorted(self.variants)})")
         _raygen, pipeline, sbt = variant
+        static = (pipeline, launch.options, launch.basis, launch.accum, launch.sums, *launch.outputs.values())
+        scene = launch.scene.tobytes()
+        refill = self._refill
+        if not refill.counts_only(params, static, scene, launch.sample_offset, launch.spp, launch.accumulate):
+            self._fill(params, launch)
+            refill.remember(params, static, scene)
+        return PreparedLaunch(pipeline, sbt, launch.options.width, launch.options.height)
+
+    @staticmethod
+    def _fill(params: Any, launch: Launch) -> None:
         addresses = {field: int(launch.outputs[name].data.ptr) for name, field in _FIELDS.items()
                      if name in launch.outputs}
         if launch.sums is not None:
@@ -138,7 +152,6 @@ class PathIntegrator(Integrator):
                     scene=launch.scene, sample_offset=launch.sample_offset, spp=launch.spp,
                     image=int(image.data.ptr) if image is not None else 0, outputs=addresses,
                     accumulate=launch.accumulate)
-        return PreparedLaunch(pipeline, sbt, launch.options.width, launch.options.height)
 
     def close(self) -> None:
         """Destroy the pipelines, SBTs and program groups, then the module (the caller waited for its launches)."""

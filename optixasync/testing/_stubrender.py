@@ -29,6 +29,7 @@ from ..program import PipelineOptions
 from ..render import _pipeline, _tonemap, _updates
 from ..render._outputs import output_mask
 from ..render._path import PathIntegrator
+from ..render._refill import ParamsRefill
 from ._stubcuda import StubCuda, active_stub
 
 __all__ = ["StubPathIntegrator", "StubRender"]
@@ -48,6 +49,7 @@ class StubPathIntegrator(PathIntegrator):
     def __init__(self, ctx: Any, scene: Any, variants: Any) -> None:  # no super().__init__(): it would compile
         cuda = active_stub()
         self.ctx = ctx
+        self._refill = ParamsRefill(self.params_dtype)
         masks = sorted({output_mask(v) for v in variants} or {output_mask({"image"})})
         self.variants = {mask: (None, cuda.pipeline(ctx, pipeline_options=self.pipeline_options), cuda.sbt(ctx))
                          for mask in masks}
