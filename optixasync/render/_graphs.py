@@ -125,11 +125,14 @@ class FrameWork:
         The frame's own work function, run after the pipeline's (a frame begun with ``sched.frame(work)``).
     """
 
-    __slots__ = ("pipeline", "launch_args", "buffers", "stages", "names", "updates", "values", "prepared", "then")
+    __slots__ = ("pipeline", "launch_args", "buffers", "stages", "names", "updates", "values", "written", "prepared",
+                 "then")
 
     def __init__(self, pipeline: Any, launch: Launch, buffers: FrameBuffers, stages: tuple[Stage, ...],
-                 names: tuple[str, ...], updates: tuple[GraphUpdate, ...], values: StagedStruct | None) -> None:
+                 names: tuple[str, ...], updates: tuple[GraphUpdate, ...], values: StagedStruct | None,
+                 written: frozenset[str]) -> None:
         self.pipeline = pipeline
+        self.written = written  # the outputs the integrator writes (its program variant)
         self.launch_args = launch
         self.buffers = buffers
         self.stages = stages
@@ -226,8 +229,8 @@ class PipelineGraphs:
     def key(self, work: FrameWork, cameras: int) -> dict[str, Any]:
         """What ``work``'s graph depends on besides the slot's buffers, by name (the same dict for the same values)."""
         opts = self._pipeline.options
-        written = frozenset(work.launch_args.outputs)
-        updates = tuple((type(u).__name__, id(u)) for u in work.updates)
+        written = work.written
+        updates = tuple((type(u).__name__, id(u)) for u in work.updates) if work.updates else ()
         generation = self._pipeline.device_scene.generation
         signature = (opts.width, opts.height, written, work.stages, work.names, generation, cameras, updates)
         key = self._keys.get(signature)

@@ -38,9 +38,10 @@ if TYPE_CHECKING:
 __all__ = ["Integrator", "Launch", "PreparedLaunch", "integrator_class", "integrators", "register_integrator"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Launch:
-    """One launch an integrator fills and enqueues.
+    """One launch an integrator fills and enqueues (made per launch: not frozen, whose ``__init__`` costs 8 us
+    against 2 on a small core, one ``object.__setattr__`` per field).
 
     Attributes
     ----------

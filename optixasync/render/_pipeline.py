@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cuda import Context, GpuTimer, Readiness, as_cupy_stream, create_stream, synchronize
+from ..cuda import Context, GpuTimer, Readiness, as_cupy_stream, create_stream, stream_handle, synchronize
 from ..scene import Camera, Scene
 from ..validation import as_int, coerce_options
 from ._device_scene import DeviceScene, check_scene, host_emitter_table
@@ -259,8 +259,9 @@ class RenderPipeline:
 
     def order(self, stream: Any) -> int:
         """Make ``stream`` wait (on the GPU) for the scene's set-up, its last structure update and our buffers."""
-        self._buffers.order(stream)
-        return self.device_scene.order(stream)
+        handle = stream_handle(stream)  # once: a frame given as the stream starts its GPU time here
+        self._buffers.order(handle)
+        return self.device_scene.order(handle)
 
     # -- scene changes ---------------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -341,7 +342,7 @@ class RenderPipeline:
                         self.device_scene.record, {name: buffers[name] for name in written},
                         self._first_hit_sums(frame) if sums else None)
         work = FrameWork(self, launch, buffers, self._stage_tuple if stages else (), names, updates,
-                         self.graphs.values(frame, create=False) if updates else None)
+                         self.graphs.values(frame, create=False) if updates else None, written)
         deferred = self.graphs.defer(frame, work, graph)  # a graph's frame: parameters written, its work at submit
         if not deferred:
             span = self._timer.start(frame.stream)
