@@ -13,12 +13,8 @@ Every launch goes through a frame of a :class:`~optixasync.FrameScheduler`:
 * :meth:`RenderPipeline.render` renders a still: one frame of the pipeline's
   scheduler holding all of its launches, each with parameters of its own;
 * :meth:`RenderPipeline.recorder` records frames of an application's own
-  loop the same way every time (with frame graphs: captured once per slot,
-  replayed).
-
-Frame graphs (off by default: ``graphs=True``) capture a frame slot's GPU
-work once and replay it with each frame's parameters; what a slot's graph
-holds, what captures it again and what runs eagerly is in :mod:`._graphs`.
+  loop the same way every time. Frame graphs (off by default: ``graphs=True``)
+  capture a slot's frame once and replay it: see :mod:`._graphs`.
 
 Progressive frames add their samples to one accumulation buffer, ordered by
 the frames' stream (one scheduler per pipeline for :meth:`record`). The random
@@ -302,11 +298,9 @@ class RenderPipeline:
         outputs that need the first-hit sums restart the accumulation when the frames before did not keep them.
         One ``record`` per frame: it is the frame's launch and fills ``frame.params``.
 
-        ``graph`` (default: the frame's own ``graph``, from its scheduler's ``graphs``) runs the frame as its slot's
-        CUDA graph (:mod:`._graphs`): ``record`` then writes the parameters and enqueues nothing; the frame's GPU
-        work (launch, stages, readbacks) is its work function, enqueued (or replayed) at submit, so GPU work of
-        your own that reads the outputs goes into the frame's work function (``sched.frame(work)``), which runs
-        after the pipeline's.
+        ``graph`` (default: the frame's ``graph``) runs the frame as its slot's CUDA graph (:mod:`._graphs`): this
+        writes the parameters only; the launch, stages and readbacks are the frame's work, enqueued (or replayed)
+        at submit. GPU work of your own reading the outputs then goes in ``sched.frame(work)`` (run after ours).
 
         Returns
         -------
@@ -392,10 +386,8 @@ class RenderPipeline:
                  graph: bool | None = None) -> FrameRecorder:
         """Frames recorded the same way every time, into frames of any scheduler of the pipeline's layout.
 
-        ``recorder.record(frame, index)`` is frame ``index`` of :meth:`frames` (the arguments are its own, checked
-        once here). The record-once, replay-many door for applications that drive their own frames: with
-        ``graph`` (default: each frame's own choice), a slot's frame is captured once and then replayed, the
-        host writing only its parameters.
+        ``recorder.record(frame, index)`` is frame ``index`` of :meth:`frames` (its arguments, checked once). The
+        record-once, replay-many door for applications driving their own frames (see :class:`FrameRecorder`).
         """
         return FrameRecorder(self, spp, update=update, accumulate=accumulate,
                              readback=self.readback if readback is DEFAULT else readback, stages=stages, graph=graph)

@@ -272,12 +272,12 @@ class FrameGraphs:
         frame.begin_gpu_work()  # the span's start, before the graph
         variant.graph.launch(frame.stream, end=fence, check=False)
         frame.launched = True
-        frame.readbacks = variant.destinations.views(variant.names)
+        frame.readbacks = variant.destinations.views(variant.names)  # (no cache: a reference would count as held)
         if graph.variants[-1] is not variant:  # least recently replayed first
             graph.variants.remove(variant)
             graph.variants.append(variant)
         frame.stats.graph = "replay"
-        self._stats.count_graph("replay", "")
+        self._stats.graphs.replays += 1  # the submitting thread's count (SchedulerStats.count_graph)
 
     def _capture_variant(self, frame: Frame, graph: SlotGraph, fence: Any) -> None:
         """Every variant's destinations are held: capture into a new set, or hand the oldest one's over."""
