@@ -183,6 +183,7 @@ class PipelineGraphs:
         self._values: dict[tuple[int, int], StagedStruct] = {}
         self._keys: dict[tuple, dict[str, Any]] = {}
         self._streams: dict[int, Any] = {}  # stream handle -> stream of the frames given a FrameWork
+        self._last: FrameWork | None = None  # the newest frame given one, until the next frame is recorded
 
     # -- graph or eager -------------------------------------------------------------------------------------
     def defer(self, frame: Frame, work: FrameWork, graph: bool | None, cameras: int = 1) -> bool:
@@ -212,10 +213,17 @@ class PipelineGraphs:
             work.then = frame.work
             key = {**key, "frame": frame.key}
         frame.work, frame.key = work, key
+        self._last = work
         handle = int(frame.stream.ptr)
         if handle not in self._streams:
             self._streams[handle] = frame.stream
         return True
+
+    def lost_samples(self) -> bool:
+        """Whether the newest graph frame was aborted after :meth:`RenderPipeline.record` counted its samples
+        (its work never ran: they are not in the accumulation). Asked once, by the next frame's record."""
+        last, self._last = self._last, None
+        return last is not None and last.buffers.frame.error is not None
 
     @staticmethod
     def uncapturable(stages: tuple[Stage, ...]) -> str | None:

@@ -321,6 +321,8 @@ class RenderPipeline:
         if frame.params is None or frame.params.dtype != self.params_dtype:
             raise ValueError("the frame's parameters do not have the pipeline's layout: create the scheduler "
                              "with FrameScheduler(ctx, n, params_dtype=pipeline.params_dtype)")
+        if self.graphs.lost_samples():
+            self.reset()  # the graph frame before was aborted after counting its samples
         if camera is not None:
             self.camera = camera  # restarts the accumulation if it differs (only once the frame is known good)
         if self._samples + spp > MAX_SAMPLES:

@@ -386,3 +386,16 @@ def test_closing_waits_for_the_graph_frames_and_releases_the_frame_values(cuda):
     stream = int(rig.pipeline.stream.ptr)
     assert ("event_record", stream) in [(c[0], c[1]) for c in cuda.calls[start:]]  # recorded, then waited for
     assert values.host is None and values.device is None  # released
+
+
+def test_a_graph_frame_aborted_after_record_restarts_the_accumulation(cuda):
+    rig = Rig(cuda, slots=1)
+    rig.run(3)
+    with pytest.raises(KeyError), rig.frame() as frame:
+        rig.pipeline.record(frame, 1)  # its samples counted; its work will not run
+        raise KeyError("the application failed after record()")
+    assert rig.pipeline.samples_done == 4
+    with rig.frame() as frame:
+        rig.pipeline.record(frame, 1)
+    assert rig.pipeline.samples_done == 1 and params_of(frame)["sample_offset"] == 0  # started over
+    rig.close()
