@@ -58,6 +58,9 @@ class StubOptixApi:
         out._obj.value = self._cuda.new_address()
         return 0
 
+    def optixPipelineDestroy(self, handle: int) -> int:
+        return 0
+
     def optixDeviceContextDestroy(self, handle: int) -> int:
         return 0
 

@@ -20,6 +20,15 @@ pytestmark = pytest.mark.gpu
 FRAMES = 16
 
 
+def copies(results) -> list:
+    """Copies of the results, each released before the next frame (one slot: a held one would be another variant)."""
+    out = []
+    for result in results:
+        with result:
+            out.append(result.copy())
+    return out
+
+
 def progressive(ctx, graphs: bool, frames: int = FRAMES, **pipeline):
     """``frames`` progressive 1-spp frames of the Cornell box: each frame's readbacks, the sums, the counts."""
     options = pipeline.pop("options", RenderOptions(width=96, height=64, max_depth=6))
@@ -86,11 +95,11 @@ def test_every_pipeline_invalidation_captures_again_and_stays_correct(ctx):
         options = RenderOptions(width=64, height=48, max_depth=4)
         with RenderPipeline(ctx, cornell_box(), options, outputs=("image",), stages=[Tonemap("radiance")],
                             graphs=graphs, frames_in_flight=1) as p:
-            out = [r.copy() for r in p.frames(4)]
-            out += [r.copy() for r in p.frames(4, stages=False)]  # another program variant
-            out += [r.copy() for r in p.frames(4, readback=("image", "radiance"))]  # other readbacks
+            out = copies(p.frames(4))
+            out += copies(p.frames(4, stages=False))  # another program variant
+            out += copies(p.frames(4, readback=("image", "radiance")))  # other readbacks
             p.device_scene.generation += 1  # a table placed anew
-            out += [r.copy() for r in p.frames(4)]
+            out += copies(p.frames(4))
             return out, p.scheduler.stats.graphs.as_dict()
 
     eager, _ = run(False)
