@@ -219,7 +219,7 @@ def test_validation_mode_never_captures(cuda, caplog):
     rig.close()
 
 
-def test_a_pipeline_with_debug_exceptions_runs_eagerly(monkeypatch):
+def test_a_pipeline_with_debug_exceptions_runs_eagerly():
     with StubCuda(record=True) as cuda, StubRender(cuda, PipelineOptions(exception_flags=ExceptionFlags.STACK_OVERFLOW)):
         rig = Rig(cuda, slots=1)
         rig.run(5)
