@@ -228,7 +228,9 @@ class RenderPipeline:
 
     @property
     def last_launch_ms(self) -> float | None:
-        """GPU time of the newest finished launch (timing events; never waits), None until one has finished."""
+        """GPU time of the newest finished eager launch (timing events; never waits), None until one has finished.
+
+        A frame graph's launch is not timed apart: its frame's ``stats.gpu_ms`` covers it."""
         return self._timer.poll()
 
     @property
