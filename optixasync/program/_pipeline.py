@@ -291,13 +291,12 @@ class Pipeline:
         if sbt.closed:
             raise RuntimeError("launch with a closed ShaderBindingTable (its records are freed)")
         handle = sbt.ready.order(self.ctx.stream if stream is None else stream)
-        check(
-            self.ctx.api.optixLaunch(
-                self.handle, handle, device_pointer(params), params_size, ctypes.byref(sbt.struct), *dims
-            ),
-            "optixLaunch",
-            api=self.ctx.api,
+        status = self.ctx.api.optixLaunch(
+            self.handle, handle, params if type(params) is int else device_pointer(params), params_size,
+            ctypes.byref(sbt.struct), *dims,
         )
+        if status:  # OPTIX_SUCCESS is 0: the common case skips the check's call
+            check(status, "optixLaunch", api=self.ctx.api)
 
     def close(self) -> None:
         if self.handle:

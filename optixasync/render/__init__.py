@@ -25,22 +25,28 @@ from __future__ import annotations
 
 from . import _path  # noqa: F401 (registers the path integrator)
 from ._device_scene import check_scene
-from ._integrator import Integrator, Launch, integrators, register_integrator
+from ._graphs import FRAME_VALUES, GraphUpdate
+from ._integrator import Integrator, Launch, PreparedLaunch, integrators, register_integrator
 from ._options import RenderOptions
 from ._outputs import OUTPUTS, Output
 from ._pipeline import RenderPipeline
+from ._recorder import FrameRecorder
 from ._stages import FrameBuffers, Readback, Stage, Tonemap, WriteImages
 from ._updates import CameraSwing, ClothMotion, FrameUpdate
 
 __all__ = [
     "CameraSwing",
     "ClothMotion",
+    "FRAME_VALUES",
     "FrameBuffers",
+    "FrameRecorder",
     "FrameUpdate",
+    "GraphUpdate",
     "Integrator",
     "Launch",
     "OUTPUTS",
     "Output",
+    "PreparedLaunch",
     "Readback",
     "RenderOptions",
     "RenderPipeline",

@@ -136,6 +136,10 @@ class DeviceScene:
         The end of the set-up; :meth:`order` puts a stream after it and after the structure's last operation.
     stream : cupy.cuda.Stream
         The set-up stream.
+    generation : int
+        The tables' generation: one more whenever a table is placed anew. Frame graphs capture the addresses
+        their work reads (the vertex arrays a refit and a vertex kernel use), so their key holds it. The tables
+        are placed once, at creation: nothing increments it yet.
     """
 
     def __init__(self, ctx: Context, scene: Scene, stream: Any, emitters: EmitterTable | None = None) -> None:
@@ -155,6 +159,8 @@ class DeviceScene:
         self.emitters = self.tables.lights.emitters
         self.hit_records = 1 if self.instanced else len(scene.meshes)
         self._record = self.tables.record.copy()
+        self._record_handle = -1  # the handle written into the record (a numpy field write costs a microsecond)
+        self.generation = 0
         self.ready = Readiness()
         self.ready.record(stream)  # later streams wait for the set-up on the GPU, never the host
         ctx.track(self)
@@ -190,7 +196,9 @@ class DeviceScene:
     @property
     def record(self) -> np.ndarray:
         """The ``SceneRecord`` of the launch parameters, with the structure's current handle."""
-        self._record["handle"] = self.accel.handle  # compaction and rebuilds change it
+        handle = self.accel.handle
+        if handle != self._record_handle:  # compaction and rebuilds change it
+            self._record["handle"] = self._record_handle = handle
         return self._record
 
     @property

@@ -8,6 +8,12 @@ to :meth:`Stage.deliver` (on the host: a file writer). Stages are defined
 here, so that layers above ``render`` (the denoiser) implement them and
 import downward.
 
+When the pipeline's frames run as CUDA graphs (:mod:`._graphs`), a stage's
+:meth:`Stage.record` is captured once per frame slot and replayed: it must
+enqueue the same work every frame (reading what changes from memory) and
+allocate nothing after the first frame. A stage that cannot be captured says
+why (:meth:`Stage.uncapturable`) and its frames run eagerly.
+
 Blocking calls
 --------------
 None here: :class:`Tonemap` enqueues a kernel (compiled by CuPy on first
@@ -79,6 +85,15 @@ class Stage:
 
     def deliver(self, result: FrameResult) -> Any:
         """What to do with a completed frame's result on the host (None: nothing); returns anything."""
+        return None
+
+    def uncapturable(self) -> str | None:
+        """Why this stage's GPU work cannot go into a frame graph (None: it can, the default).
+
+        A frame with such a stage runs eagerly with this reason, logged once and counted
+        (``stats.graphs.eager_reasons``). Work that a capture refuses anyway (an allocation, a wait for
+        another stream) falls back to eager frames by itself.
+        """
         return None
 
     def close(self) -> None:

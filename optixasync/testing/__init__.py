@@ -32,6 +32,7 @@ from ._hostile import MemoryPeak, TimeLimitExceeded, outside, peak_memory, recor
 from ._mitsuba import MissingMitsubaError, import_mitsuba, mitsuba_scene_dict, mitsuba_texture
 from ._ripple import RippleAnimator, grid_mesh
 from ._stubcuda import StubCuda, StubEvent, StubStream
+from ._stubrender import StubPathIntegrator, StubRender
 
 __all__ = [
     "BUSY_PARAMS",
@@ -46,6 +47,8 @@ __all__ = [
     "RippleAnimator",
     "StubCuda",
     "StubEvent",
+    "StubPathIntegrator",
+    "StubRender",
     "StubStream",
     "batch_statistics",
     "CountedPayload",

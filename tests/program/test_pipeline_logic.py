@@ -502,3 +502,15 @@ def test_miss_group_needs_both_module_and_entry_or_neither(fake_ctx, which):
     with pytest.raises(ValueError, match=f"both module and entry, or neither: {which} was given"):
         ProgramGroup.miss(fake_ctx, *args)
     assert ProgramGroup.miss(fake_ctx, None, None).modules == []  # neither: a miss group that does nothing
+
+
+def test_a_launch_the_driver_refuses_raises_optix_error():
+    from optixasync.errors import OptixError
+    from optixasync.testing import StubCuda
+
+    with StubCuda() as cuda:
+        ctx = cuda.context()
+        pipeline, sbt = cuda.pipeline(ctx), cuda.sbt(ctx)
+        ctx.api.optixLaunch = lambda *args: 7251  # OPTIX_ERROR_LAUNCH_FAILURE
+        with pytest.raises(OptixError, match="optixLaunch"):
+            pipeline.launch(sbt, 0x1000, 4, 4, params_size=16)
