@@ -68,7 +68,7 @@ def run_gpu(plan: RenderPlan, scene: Any, cloth: Any) -> int:
 
 
 def _render_still(pipeline: Any, plan: RenderPlan) -> int:
-    from optixasync.io import write_image
+    from optixasync.io import tonemap_srgb, write_image
 
     linear_out = plan.out.suffix.lower() == ".exr"
     with progress_bar(plan.spp, "spp", plan.quiet) as bar:
@@ -81,7 +81,7 @@ def _render_still(pipeline: Any, plan: RenderPlan) -> int:
                 image = np.array(result[name][..., :3])
         else:
             linear = pipeline.render(plan.spp, progress=progress)
-            image = linear if linear_out else pipeline.tonemap(linear)
+            image = linear if linear_out else tonemap_srgb(linear)
     write_image(plan.out, image)
     gpu_ms = float(pipeline.last_render_ms or 0.0)
     samples = plan.width * plan.height * plan.spp

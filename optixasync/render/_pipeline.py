@@ -35,12 +35,10 @@ Blocking calls
 * :meth:`RenderPipeline.frames` waits where its scheduler does: on a slot's
   fence when the host is ``frames_in_flight`` frames ahead, and for the last
   frames when it ends (drain).
-* :meth:`RenderPipeline.close` waits for the launches it enqueued and for
-  the structure's last operation before destroying the program and the
-  tables.
+* :meth:`RenderPipeline.close` waits for the launches it enqueued, the
+  streams its graph frames ran on and the structure's last operation
+  before destroying the program and the tables.
 * ``optixLaunch`` blocks when the context has validation mode on.
-* :meth:`RenderPipeline.close` also waits for the streams its graph frames
-  ran on.
 Everything in :meth:`record`, :meth:`refit` and :meth:`reset` is
 asynchronous: pinned parameter staging, stream-ordered memory, event
 records and stream waits.
@@ -357,11 +355,7 @@ class RenderPipeline:
         return buffers.made()
 
     def _default_readback(self, stages: bool) -> tuple[str, ...]:
-        """The pipeline's readback, less what only the stages make when they do not run."""
-        if stages:
-            return self.readback
-        plain = self._plan.integrator_outputs(False)
-        return tuple(name for name in self.readback if name in plain)
+        return self._plan.default_readback(self.readback, stages)
 
     def _first_hit_sums(self, frame: Frame) -> Any:
         if self._sums is None:  # made on the frames' stream, which is the only one that uses it
@@ -464,13 +458,6 @@ class RenderPipeline:
         total = self._options.spp if spp is None else positive_int("spp", spp)
         names = self._plan.check_readback(self.readback if readback is DEFAULT else readback, staged=True)
         return render_still(self, 0, total, progress, stages=True, readback=names)
-
-    @staticmethod
-    def tonemap(linear: np.ndarray) -> np.ndarray:
-        """Linear RGB (H, W, 3) to sRGB ``uint8`` (H, W, 3) with the kernel's curve (host, numpy)."""
-        from ..io import tonemap_srgb
-
-        return tonemap_srgb(linear)
 
     # -- lifetime --------------------------------------------------------------------------------------------------
     def close(self) -> None:

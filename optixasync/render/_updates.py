@@ -95,7 +95,8 @@ class ClothMotion:
 
     def move(self, pipeline: RenderPipeline, t: float, stream: Any) -> None:
         """Move the cloth to time ``t``: new vertices, then a refit, both on ``stream``."""
-        write_cloth(self.cloth, pipeline.vertices(self._mesh(), stream), t, stream)  # after the set-up
+        mesh = self._mesh()  # the scene's check first: ClothMotion of a cloth whose scene was not made
+        write_cloth(self.cloth, pipeline.vertices(mesh, stream), t, stream)  # after the set-up
         pipeline.refit(stream)
 
     def host(self, pipeline: RenderPipeline, index: int, frame: Frame) -> None:

@@ -204,7 +204,7 @@ def test_frames_check_their_arguments_and_the_pipeline_before_the_first_frame(gp
     p = pipeline()
     with pytest.raises(ValueError, match="spp"):
         p.frames(3, 0)  # at the call, not inside the first frame
-    with pytest.raises(TypeError, match="update must be a callable"):
+    with pytest.raises(TypeError, match="update must be callable"):
         p.frames(3, update="swing")
     assert p.scheduler.frames == []
     p.close()
