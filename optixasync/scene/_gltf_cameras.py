@@ -250,8 +250,8 @@ def read_light(doc: GltfDocument, lights: list[dict[str, Any]], index: int, node
     if reach is not None and not reach > 0.0:
         raise ValueError(f"{label}: range must be positive, got {reach}")
     if reach is not None and math.isfinite(reach):
-        doc.warn_once("light-range", f"{label} has range {reach}: not applied, its light falls off by the inverse "
-                      "square everywhere")
+        doc.warn_once("light-range", f"KHR_lights_punctual light {index} ({name!r}) has range {reach}: not applied, "
+                      "its light falls off by the inverse square everywhere")
     inner = outer = None
     if kind == "spot":
         spot = light.get("spot") if isinstance(light.get("spot"), dict) else {}

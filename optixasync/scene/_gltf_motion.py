@@ -12,6 +12,10 @@ What the animation does not move: emissive meshes (the light sampler holds
 their world triangles; they stay in their rest pose, with a warning) and the
 lights of ``KHR_lights_punctual`` (likewise). A camera placed under an
 animated node moves with it.
+
+Blocking calls
+--------------
+None: numpy on the host (the frame update that uses it lists its own).
 """
 
 from __future__ import annotations
