@@ -89,3 +89,32 @@ def test_a_zero_scale_key_cannot_be_placed(tmp_path):
 def test_no_such_animation(tmp_path):
     with pytest.raises(ValueError, match="no animation 'walk'"):
         slide_file(tmp_path).animated_scene("walk")
+
+
+def test_the_frame_update_depends_on_the_index_alone_and_pickles(tmp_path):
+    """NodeMotion goes to the farm's workers: picklable, and frame k is the same pose wherever it is rendered."""
+    import pickle
+
+    from optixasync.render import NodeMotion
+
+    _, motion = slide_file(tmp_path, camera_child=True).animated_scene()
+    update = NodeMotion(motion, dt=0.5, start=0.25)
+    copy = pickle.loads(pickle.dumps(update))
+    assert [copy.time_of(k) for k in range(3)] == [0.25, 0.75, 1.25]
+    np.testing.assert_array_equal(copy.animation.transforms(0.75), motion.transforms(0.75))
+    assert copy.animation.camera_at(0.75) == motion.camera_at(0.75)
+
+    class Pipeline:
+        camera = None
+        placed: list = []
+
+        def place(self, transforms, stream):
+            self.placed.append((transforms, stream))
+
+    pipeline = Pipeline()
+    update(pipeline, 2, "frame 2")
+    ((transforms, stream),) = pipeline.placed
+    assert stream == "frame 2" and transforms[0][0, 3] == 2.5
+    np.testing.assert_allclose(pipeline.camera.eye, [2.5, 0.0, 10.0])
+    with pytest.raises(ValueError, match="dt must be a positive number"):
+        NodeMotion(motion, dt=0.0)
