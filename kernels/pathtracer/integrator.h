@@ -120,8 +120,9 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         if (depth >= P.max_depth) break;
 
         // The BSDF's frame: the shading normal, turned towards the ray for the back of a two-sided surface.
-        // One-sided surfaces are black from the back and end the path; a dielectric is the same interface
-        // from both sides and keeps its orientation (its z < 0 side is the inside).
+        // One-sided surfaces are black from the back and end the path (a culled back face is never hit: the
+        // any-hit program let the ray through); a dielectric is the same interface from both sides and keeps
+        // its orientation (its z < 0 side is the inside).
         Bsdf bsdf = surface_bsdf(material, sp.uv, surface_color(material, sp));
         Frame frame = frame_from_normal(sp.ns);
         float3 wo = frame.to_local(-direction);
