@@ -17,7 +17,7 @@ denoiser's :class:`optixasync.denoise.Denoise`); light types are registered
 in :mod:`optixasync.render.lights` like BSDF families in
 :mod:`optixasync.scene` (:func:`~optixasync.render.lights.register_light_type`,
 :func:`~optixasync.scene.register_bsdf`); frame updates
-(:class:`ClothMotion`, :class:`CameraSwing`, or any callable) change a frame
+(:class:`ClothMotion`, :class:`NodeMotion`, :class:`CameraSwing`, or any callable) change a frame
 before its launch. Importing this package loads no CUDA library.
 """
 
@@ -32,7 +32,7 @@ from ._outputs import OUTPUTS, Output
 from ._pipeline import RenderPipeline
 from ._recorder import FrameRecorder
 from ._stages import FrameBuffers, Readback, Stage, Tonemap, WriteImages
-from ._updates import CameraSwing, ClothMotion, FrameUpdate
+from ._updates import CameraSwing, ClothMotion, FrameUpdate, NodeMotion
 
 __all__ = [
     "CameraSwing",
@@ -44,6 +44,7 @@ __all__ = [
     "GraphUpdate",
     "Integrator",
     "Launch",
+    "NodeMotion",
     "OUTPUTS",
     "Output",
     "PreparedLaunch",

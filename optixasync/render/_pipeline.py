@@ -287,6 +287,21 @@ class RenderPipeline:
         self.device_scene.refit(self.stream if stream is None else stream)
         self.reset()
 
+    def place(self, transforms: Any, stream: Any = None) -> None:
+        """Move the instanced meshes to new object-to-world ``transforms`` (M, 3, 4), ordered on ``stream``.
+
+        Rewrites their mesh records and rebuilds the instance structure (:meth:`DeviceScene.place`); a
+        frame update calls it with its frame (:class:`NodeMotion`). Also restarts the accumulation.
+
+        Raises
+        ------
+        ValueError
+            Without instanced meshes, or on bad transforms (before any GPU work).
+        """
+        self._check_open()
+        self.device_scene.place(transforms, self.stream if stream is None else stream)
+        self.reset()
+
     # -- frames ------------------------------------------------------------------------------------------------
     def record(self, frame: Frame, spp: int = 1, *, readback: Any = DEFAULT, camera: Camera | None = None,
                stages: bool = True, graph: bool | None = None) -> dict[str, Any]:

@@ -7,8 +7,8 @@ then :meth:`RenderPipeline.refit`), set :attr:`RenderPipeline.camera`, or
 anything else the pipeline allows. An update used by several workers
 (:mod:`optixasync.multi`) must depend on ``index`` alone, never on the frames
 a worker rendered before, and be picklable: frames go to whichever worker is
-free. :class:`ClothMotion` and :class:`CameraSwing` are the two the command
-line uses.
+free. :class:`ClothMotion`, :class:`NodeMotion` (a glTF node animation) and
+:class:`CameraSwing` are the ones the command line uses.
 
 In a frame graph (:mod:`._graphs`), a plain update runs on the host part of
 each frame, before the graph's launch (:class:`CameraSwing` only sets the
@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..scene import CLOTH_WAVES, Camera, ClothAnimation
+from ..scene import CLOTH_WAVES, Camera, ClothAnimation, NodeAnimation
 from ._graphs import FRAME_VALUES
 
 if TYPE_CHECKING:
     from ..scheduler import Frame
     from ._pipeline import RenderPipeline
 
-__all__ = ["CLOTH_SOURCE", "CameraSwing", "ClothMotion", "FrameUpdate", "swing_camera", "write_cloth",
+__all__ = ["CLOTH_SOURCE", "CameraSwing", "ClothMotion", "FrameUpdate", "NodeMotion", "swing_camera", "write_cloth",
            "write_cloth_at"]
 
 
@@ -120,6 +120,39 @@ class ClothMotion:
         if self.cloth.mesh_index is None:
             raise RuntimeError("ClothMotion needs the scene made by ClothAnimation.scene()")
         return self.cloth.mesh_index
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeMotion:
+    """Frame ``k`` shows a glTF node animation at ``start + k * dt`` seconds (``start``: its first keyframe).
+
+    ``animation`` is the :class:`~optixasync.scene.NodeAnimation` of the scene the pipeline renders
+    (:meth:`GltfAsset.animated_scene <optixasync.scene.GltfAsset.animated_scene>`): each frame writes the moving
+    meshes' transforms into their mesh records and rebuilds the instance structure, on the frame's stream
+    (:meth:`RenderPipeline.place`), and moves the camera when the animation moves its node. Past the last
+    keyframe every channel holds its last value. Depends on ``index`` alone (the farm's rule).
+    """
+
+    animation: NodeAnimation
+    dt: float = 1 / 30
+    start: float | None = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.dt, (int, float)) and math.isfinite(self.dt) and self.dt > 0):
+            raise ValueError(f"NodeMotion dt must be a positive number of seconds, got {self.dt!r}")
+
+    def time_of(self, index: int) -> float:
+        """The animation time of frame ``index``, seconds."""
+        start = self.animation.start if self.start is None else float(self.start)
+        return start + int(index) * float(self.dt)
+
+    def __call__(self, pipeline: RenderPipeline, index: int, frame: Frame) -> None:
+        t = self.time_of(index)
+        if self.animation.moving.any():
+            pipeline.place(self.animation.transforms(t), frame)
+        camera = self.animation.camera_at(t)
+        if camera is not None:
+            pipeline.camera = camera
 
 
 #: CUDA source of the vertex kernel (compiled by CuPy's NVRTC on first use); the formula of

@@ -10,7 +10,7 @@ they read only inside an asset's folder and check every count against
 from __future__ import annotations
 
 from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, bsdf_index, register_bsdf
-from ._camera import DEFAULT_FOV, Camera
+from ._camera import DEFAULT_FOV, PROJECTIONS, Camera, CameraBasis
 from ._cloth import CLOTH_WAVES, ClothAnimation, cloth_indices
 from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
 from ._environment import Environment
@@ -19,6 +19,7 @@ from ._frames import framing_camera, generate_tangents
 from ._gltf import (
     GLTF_EXTENSIONS,
     SCENE_SUFFIXES,
+    WATTS_PER_LUMEN,
     GltfAnimation,
     GltfAsset,
     GltfCamera,
@@ -26,6 +27,7 @@ from ._gltf import (
     GltfInstance,
     GltfLight,
     GltfSampler,
+    NodeAnimation,
     load_gltf,
     load_scene,
     read_gltf,
@@ -41,7 +43,7 @@ from ._load import (
     load_into_cornell_box,
     load_mesh,
 )
-from ._material import ALPHA_MODES, Material
+from ._material import ALPHA_MODES, SIDEDNESS, Material
 from ._materials_scene import (
     COPPER_ETA,
     COPPER_K,
@@ -80,6 +82,8 @@ __all__ = [
     "GltfInstance",
     "GltfLight",
     "GltfSampler",
+    "NodeAnimation",
+    "WATTS_PER_LUMEN",
     "LoadLimits",
     "SCENE_SUFFIXES",
     "framing_camera",
@@ -89,6 +93,7 @@ __all__ = [
     "load_scene",
     "read_gltf",
     "ALPHA_MODES",
+    "SIDEDNESS",
     "BsdfFamily",
     "MATERIAL_PARAMS",
     "bsdf_index",
@@ -109,6 +114,8 @@ __all__ = [
     "CORNELL_MAX_DEPTH",
     "CORNELL_TRANSFORMS",
     "Camera",
+    "CameraBasis",
+    "PROJECTIONS",
     "ClothAnimation",
     "CLOTH_WAVES",
     "DEFAULT_FOV",

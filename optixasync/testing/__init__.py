@@ -27,6 +27,7 @@ from ._farm import (
     sample_values,
 )
 from ._gltf_files import GltfBuilder, glb_bytes, node_grid_glb
+from ._gltf_samples import GLTF_SAMPLES, write_gltf_samples
 from ._hello import DEFAULT_TRIANGLE, HELLO_PARAMS, HelloRenderer, HelloResult, fill_params, render_triangle
 from ._hostile import MemoryPeak, TimeLimitExceeded, outside, peak_memory, record_opens, time_limit
 from ._mitsuba import MissingMitsubaError, import_mitsuba, mitsuba_scene_dict, mitsuba_texture
@@ -71,6 +72,8 @@ __all__ = [
     "time_limit",
     "TimeLimitExceeded",
     "glb_bytes",
+    "write_gltf_samples",
+    "GLTF_SAMPLES",
     "GltfBuilder",
     "node_grid_glb",
     "grid_mesh",

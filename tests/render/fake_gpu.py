@@ -71,6 +71,7 @@ class FakeDeviceScene:
         self.ready = FakeReadiness()
         self.accel = SimpleNamespace(ready=SimpleNamespace(event=None))
         self.refits: list = []
+        self.placements: list = []  # (transforms, stream) of each place()
         self.compactions: list = []
         self.generation = 0
         self.closed = False
@@ -88,6 +89,11 @@ class FakeDeviceScene:
 
     def refit(self, stream) -> None:
         self.refits.append(stream)
+
+    def place(self, transforms, stream) -> None:
+        from optixasync.render._device_scene import placement_matrices
+
+        self.placements.append((placement_matrices(transforms, len(self.scene.meshes)), stream))
 
     def close(self) -> None:
         self.closed = True
