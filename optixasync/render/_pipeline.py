@@ -62,7 +62,7 @@ from ._options import RenderOptions
 from ._outputs import check_output_names
 from ._params import MAX_SAMPLES, positive_int
 from ._plan import OutputPlan
-from ._recorder import FrameRecorder
+from ._recorder import FrameRecorder, run_frames
 from ._stages import FrameBuffers, Stage
 from ._still import render_still
 
@@ -398,15 +398,7 @@ class RenderPipeline:
                               stages=stages, graph=graphs)
         last = self.recorder(spp, update=update, accumulate=accumulate, readback=readback, stages=stages,
                              graph=graphs) if last_only else every
-        return self._frames(count, every, last, stages)  # the checks above at the call, the frames when iterated
-
-    def _frames(self, count: int, every: FrameRecorder, last: FrameRecorder, stages: bool) -> Iterator[FrameResult]:
-        scheduler = self.scheduler
-        for k in range(count):
-            with scheduler.frame() as frame:
-                (last if k == count - 1 else every).record(frame, k)
-            yield from self._delivered(scheduler.poll(), stages)
-        yield from self._delivered(scheduler.drain(), stages)
+        return run_frames(self, count, every, last, stages)  # the checks above at the call, the frames when iterated
 
     def recorder(self, spp: int = 1, *, update: Callable[[RenderPipeline, int, Frame], None] | None = None,
                  accumulate: bool | None = None, readback: Any = DEFAULT, stages: bool = True,
@@ -419,13 +411,6 @@ class RenderPipeline:
         return FrameRecorder(self, spp, update=update, accumulate=accumulate,
                              readback=self._default_readback(stages) if readback is DEFAULT else readback,
                              stages=stages, graph=graph)
-
-    def _delivered(self, results: list[FrameResult], stages: bool) -> Iterator[FrameResult]:
-        for result in results:
-            if result.readbacks:
-                for stage in self.stages if stages else ():
-                    stage.deliver(result)
-            yield result
 
     # -- stills ----------------------------------------------------------------------------------------------
     def render(self, spp: int | None = None, progress: Callable[[int], None] | None = None) -> np.ndarray:

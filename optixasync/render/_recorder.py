@@ -16,16 +16,16 @@ by the scheduler at submit).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._graphs import GraphUpdate
 from ._params import positive_int
 
 if TYPE_CHECKING:
-    from ..scheduler import Frame
+    from ..scheduler import Frame, FrameResult
 
-__all__ = ["FrameRecorder"]
+__all__ = ["FrameRecorder", "run_frames"]
 
 
 class FrameRecorder:
@@ -90,3 +90,23 @@ class FrameRecorder:
     def __repr__(self) -> str:
         return (f"<FrameRecorder spp={self.spp} update={self.update!r} readback={list(self.names)} "
                 f"stages={self.stages} graph={self.graph}>")
+
+
+def run_frames(pipeline: Any, count: int, every: FrameRecorder, last: FrameRecorder,
+               stages: bool) -> Iterator[FrameResult]:
+    """``count`` frames through the pipeline's scheduler (the last one by ``last``), their results in order, each
+    handed to the stages' ``deliver`` first when it has readbacks."""
+    scheduler = pipeline.scheduler
+    for k in range(count):
+        with scheduler.frame() as frame:
+            (last if k == count - 1 else every).record(frame, k)
+        yield from _delivered(pipeline, scheduler.poll(), stages)
+    yield from _delivered(pipeline, scheduler.drain(), stages)
+
+
+def _delivered(pipeline: Any, results: list[FrameResult], stages: bool) -> Iterator[FrameResult]:
+    for result in results:
+        if result.readbacks:
+            for stage in pipeline.stages if stages else ():
+                stage.deliver(result)
+        yield result
