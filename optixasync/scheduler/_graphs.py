@@ -71,10 +71,11 @@ to their holders).
 
 Blocking calls
 --------------
-A capture instantiates or updates an executable graph (CPU work in the
-driver, see :mod:`optixasync.cuda._graph`), once per shape and slot. A replay
-is one ``cuGraphLaunch`` and the fence's event record. Nothing here waits
-for the GPU.
+A capture waits for the device to be idle first, then instantiates or
+updates an executable graph (CPU work in the driver, see
+:mod:`optixasync.cuda._graph`), once per shape and slot. A replay is one
+``cuGraphLaunch`` and the fence's event record: in steady state nothing here
+waits for the GPU.
 """
 
 from __future__ import annotations

@@ -186,6 +186,9 @@ class StubGraphApi:
         self.destroyed: set[int] = set()
         self.refuse_update = False
 
+    def settle(self) -> None:
+        self._cuda.log("settle", 0, None)
+
     def begin_capture(self, stream: int) -> None:
         self._cuda.log("begin_capture", stream, None)
         self.capturing[stream] = []
