@@ -39,13 +39,8 @@ import optixasync
 from optixasync.cuda import create_stream
 from optixasync.io import write_image
 from optixasync.render import ClothMotion, RenderOptions, RenderPipeline
-from optixasync.scene import (
-    CORNELL_COLORS,
-    CORNELL_LIGHT_RADIANCE,
-    CORNELL_TRANSFORMS,
-    ClothAnimation,
-    cornell_box,
-)
+from optixasync.scene import ClothAnimation, cornell_box
+from optixasync.scene.demo import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_TRANSFORMS
 from optixasync.scheduler import FrameScheduler
 from optixasync.testing import require_gpu, run_main
 

@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     from optixasync.io import write_image
     from optixasync.render import RenderOptions, RenderPipeline
     from optixasync.render._textures import DeviceTextures  # the upload alone has no public door
-    from optixasync.scene import load_environment, load_gltf, material_environment
+    from optixasync.scene import load_environment, load_gltf
+    from optixasync.scene.demo import material_environment
     from optixasync.scheduler import FrameScheduler
 
     out = Path(args.out)

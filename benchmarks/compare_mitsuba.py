@@ -81,14 +81,12 @@ from optixasync.scene import (
     Environment,
     Material,
     Scene,
-    bumps_normal_map,
-    checker_texture,
     cornell_box,
-    material_environment,
     material_scene,
     rectangle,
     sphere,
 )
+from optixasync.scene.demo import bumps_normal_map, checker_texture, material_environment
 from optixasync.testing import (
     PASS_FRACTION,
     MissingMitsubaError,

@@ -84,7 +84,8 @@ def choose_scene(args: argparse.Namespace, default: str = "cornell_box") -> Scen
     ValueError
         With a one-line message naming the option.
     """
-    from optixasync.scene import MESH_SUFFIXES, check_mesh_path
+    from optixasync.scene import MESH_SUFFIXES
+    from optixasync.scene._load import check_mesh_path
 
     name = args.scene if args.scene is not None else default
     if name in SCENE_NAMES:

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..scene import MATERIAL_PARAMS, Camera, CameraBasis, Material, Mesh, Scene, Texture, bsdf_family, bsdf_index
+from ..scene import MATERIAL_PARAMS, Camera, CameraBasis, Material, Mesh, Scene, Texture, bsdf_family
+from ..scene._bsdf import bsdf_index
 from ..validation import as_int
 from ._emitters import is_light_sampled
 from ._layout import (

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..scene import CLOTH_WAVES, Camera, ClothAnimation, NodeAnimation
+from ..scene import Camera, ClothAnimation, NodeAnimation
+from ..scene._cloth import CLOTH_WAVES
 from ._graphs import FRAME_VALUES
 
 if TYPE_CHECKING:

@@ -9,10 +9,10 @@ they read only inside an asset's folder and check every count against
 
 from __future__ import annotations
 
-from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, bsdf_index, register_bsdf
+from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, register_bsdf
 from ._camera import DEFAULT_FOV, PROJECTIONS, Camera, CameraBasis
-from ._cloth import CLOTH_WAVES, ClothAnimation, cloth_indices
-from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
+from ._cloth import ClothAnimation
+from ._cornell import cornell_box
 from ._environment import Environment
 from ._environment_files import ENVIRONMENT_SUFFIXES, load_environment
 from ._frames import framing_camera, generate_tangents
@@ -23,10 +23,8 @@ from ._gltf import (
     GltfAnimation,
     GltfAsset,
     GltfCamera,
-    GltfChannel,
     GltfInstance,
     GltfLight,
-    GltfSampler,
     NodeAnimation,
     load_gltf,
     load_scene,
@@ -36,7 +34,6 @@ from ._lights import DirectionalLight, PointLight, SpotLight
 from ._limits import LoadLimits
 from ._load import (
     MESH_SUFFIXES,
-    check_mesh_path,
     cornell_room,
     fit_matrix,
     fit_to_box,
@@ -49,12 +46,6 @@ from ._materials_scene import (
     COPPER_K,
     GOLD_ETA,
     GOLD_K,
-    SUN_DIRECTION,
-    bumps_normal_map,
-    checker_texture,
-    leaf_quad,
-    leaf_texture,
-    material_environment,
     material_scene,
 )
 from ._mesh import Mesh, cube, rectangle, sphere
@@ -67,21 +58,13 @@ __all__ = [
     "COPPER_K",
     "GOLD_ETA",
     "GOLD_K",
-    "SUN_DIRECTION",
-    "bumps_normal_map",
-    "checker_texture",
-    "leaf_quad",
-    "leaf_texture",
-    "material_environment",
     "material_scene",
     "GLTF_EXTENSIONS",
     "GltfAnimation",
     "GltfAsset",
     "GltfCamera",
-    "GltfChannel",
     "GltfInstance",
     "GltfLight",
-    "GltfSampler",
     "NodeAnimation",
     "WATTS_PER_LUMEN",
     "LoadLimits",
@@ -96,7 +79,6 @@ __all__ = [
     "SIDEDNESS",
     "BsdfFamily",
     "MATERIAL_PARAMS",
-    "bsdf_index",
     "bsdf_families",
     "bsdf_family",
     "register_bsdf",
@@ -109,15 +91,10 @@ __all__ = [
     "load_environment",
     "load_texture",
     "MESH_SUFFIXES",
-    "CORNELL_COLORS",
-    "CORNELL_LIGHT_RADIANCE",
-    "CORNELL_MAX_DEPTH",
-    "CORNELL_TRANSFORMS",
     "Camera",
     "CameraBasis",
     "PROJECTIONS",
     "ClothAnimation",
-    "CLOTH_WAVES",
     "DEFAULT_FOV",
     "Material",
     "PointLight",
@@ -125,8 +102,6 @@ __all__ = [
     "DirectionalLight",
     "Mesh",
     "Scene",
-    "check_mesh_path",
-    "cloth_indices",
     "cornell_box",
     "cornell_room",
     "cube",

@@ -20,7 +20,8 @@ from optixasync.render import ClothMotion
 # The cloth kernel and its writer have no public door: on a GPU they run inside ClothMotion; here the source is
 # compiled with NVRTC to check it on the CPU, and the writer's checks run without a GPU.
 from optixasync.render._updates import CLOTH_SOURCE, write_cloth
-from optixasync.scene import CLOTH_WAVES, ClothAnimation, Scene, cloth_indices, cornell_room
+from optixasync.scene import ClothAnimation, Scene, cornell_room
+from optixasync.scene.demo import CLOTH_WAVES, cloth_indices
 
 # -- CPU -------------------------------------------------------------------------------------------------------------
 

@@ -58,11 +58,11 @@ from optixasync.scene import (
     Texture,
     TextureTransform,
     bsdf_family,
-    bsdf_index,
     cornell_box,
     rectangle,
     sphere,
 )
+from optixasync.scene._bsdf import bsdf_index
 from optixasync.scene.bsdfs._plastic_tables import PLASTIC_TABLE_SIZE
 
 
