@@ -37,7 +37,7 @@ import numpy as np
 
 import optixasync
 from optixasync.cuda import create_stream
-from optixasync.io import write_image
+from optixasync.io import tonemap_srgb, write_image
 from optixasync.render import ClothMotion, RenderOptions, RenderPipeline
 from optixasync.scene import ClothAnimation, cornell_box
 from optixasync.scene.demo import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_TRANSFORMS
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.image:
             still = RenderOptions(width=512, height=512, spp=256, max_depth=8)
             with RenderPipeline(ctx, cornell_box(), still) as pipeline:
-                path = write_image(args.image, pipeline.tonemap(pipeline.render()))
+                path = write_image(args.image, tonemap_srgb(pipeline.render()))
             report["image"] = str(path)
     # Mitsuba last, after our context is closed: the two renderers never share the GPU at the same time.
     if args.no_mitsuba:

@@ -48,6 +48,7 @@ import numpy as np
 import pytest
 
 from optixasync import FrameAbortedError
+from optixasync.io import tonemap_srgb
 from optixasync.render import RenderOptions, RenderPipeline
 from optixasync.scene import Camera, cornell_box
 from optixasync.scheduler import FrameScheduler, SchedulerOptions
@@ -240,7 +241,7 @@ def offline_references(pipeline: RenderPipeline) -> dict[tuple[int, int], np.nda
     for k, camera in enumerate(CAMERAS):
         pipeline.camera = camera
         for spp in range(1, REFERENCE_SAMPLES + 1):
-            references[k, spp] = RenderPipeline.tonemap(pipeline.render(spp)).astype(np.int16)
+            references[k, spp] = tonemap_srgb(pipeline.render(spp)).astype(np.int16)
     pipeline.camera = CAMERAS[0]
     pipeline.reset()
     return references

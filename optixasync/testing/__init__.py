@@ -11,7 +11,7 @@ are not part of the rendering API. The GPU spin helper lives in
 
 from __future__ import annotations
 
-from ._busy import BUSY_PARAMS, BusyWorkload, expected_busy_output
+from ._busy import BUSY_PARAMS, BusyWorkload, KernelBusyWorkload, expected_busy_output
 from ._compare import PASS_FRACTION, BatchStatistics, batch_statistics, rmse, rmse_ratio, sidak_level, z_test
 from ._entry import child_output, require_gpu, run_main
 from ._farm import (
@@ -39,6 +39,7 @@ __all__ = [
     "BUSY_PARAMS",
     "BatchStatistics",
     "BusyWorkload",
+    "KernelBusyWorkload",
     "MissingMitsubaError",
     "PASS_FRACTION",
     "DEFAULT_TRIANGLE",

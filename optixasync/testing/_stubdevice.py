@@ -27,9 +27,15 @@ def _logged(value: Any) -> Any:
 
 
 class StubOptixApi:
-    """The OptiX entry points a frame calls, answering success."""
+    """The OptiX entry points a frame calls, answering success.
+
+    ``launches_replay``: whether a launch may be captured into a CUDA graph (True: the stand-in's launches are
+    graph nodes like any other, so the capture logic can be tested; the real driver's are refused, see
+    ``optixasync.program._pipeline.LAUNCH_NOT_REPLAYABLE``). Set it False to test that refusal.
+    """
 
     abi = 87
+    launches_replay = True
 
     def __init__(self, cuda: Any) -> None:
         self._cuda = cuda
