@@ -29,13 +29,15 @@ def _logged(value: Any) -> Any:
 class StubOptixApi:
     """The OptiX entry points a frame calls, answering success.
 
-    ``launches_replay``: whether a launch may be captured into a CUDA graph (True: the stand-in's launches are
-    graph nodes like any other, so the capture logic can be tested; the real driver's are refused, see
-    ``optixasync.program._pipeline.LAUNCH_NOT_REPLAYABLE``). Set it False to test that refusal.
+    ``launches_replay`` and ``builds_replay``: whether a launch, or an acceleration-structure build or refit, may
+    be captured into a CUDA graph (True: the stand-in's are graph nodes like any other, so the capture logic can
+    be tested; the real driver's are refused, see ``optixasync.program._pipeline.LAUNCH_NOT_REPLAYABLE`` and
+    ``optixasync.accel._base.BUILD_NOT_CAPTURABLE``). Set them False to test those refusals.
     """
 
     abi = 87
     launches_replay = True
+    builds_replay = True
 
     def __init__(self, cuda: Any) -> None:
         self._cuda = cuda

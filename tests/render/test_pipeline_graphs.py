@@ -109,6 +109,19 @@ def test_the_cloth_refit_is_inside_the_captured_sequence(cuda):
     rig.close()
 
 
+def test_a_driver_whose_builds_cannot_be_captured_refits_every_cloth_frame_eagerly(cuda):
+    from optixasync.accel._base import BUILD_NOT_CAPTURABLE
+
+    rig = Rig(cuda, cloth=True, slots=1)
+    rig.ctx.api.builds_replay = False  # as the real driver's: OptiX is never called inside the capture
+    rig.run(5)
+    assert rig.modes() == ["eager"] * 5 and rig.reasons()[1:] == [BUILD_NOT_CAPTURABLE] * 4
+    assert rig.pipeline.device_scene.accel.refits == 5
+    assert cuda.names().count("optixAccelBuild(update)") == 5  # each frame's refit once, none in a capture
+    assert "graph_launch" not in cuda.names()
+    rig.close()
+
+
 def test_each_cloth_frame_writes_its_time_and_only_the_eager_ones_launch_the_kernel(cuda):
     rig = Rig(cuda, cloth=True, slots=1)
     times = []
