@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--out", default="bench_out/textured", help="folder of the asset, the sky and the report")
+    parser.add_argument("--no-cull", action="store_true",
+                        help="render the glTF's one-sided materials with their back faces (not culled: as before "
+                             "the loader followed glTF's doubleSided, for a like-for-like comparison)")
     args = parser.parse_args(argv)
 
     from optixasync.testing import require_gpu
@@ -155,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     scene = load_gltf(asset)
+    if args.no_cull:
+        import dataclasses
+
+        for mesh in scene.meshes:
+            mesh.material = dataclasses.replace(mesh.material, cull_back=False)
     scene.environment = load_environment(sky)
     report["load_s"] = time.perf_counter() - start
     texels = sum(t.nbytes for m in {m.material for m in scene.meshes} for t in m.textures.values())

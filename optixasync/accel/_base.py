@@ -253,36 +253,39 @@ class AccelStructure:
             build_options.motionOptions = self.options.motion.to_struct()
         return build_options
 
+    def _new_buffers(self, operation: t.BuildOperation, stream: Any) -> tuple[Any, int, Any]:
+        """A build's buffers on ``stream``: (temp, its size, the compacted size's emit descriptor or None)."""
+        ctx = self.ctx
+        if self.buffer is not None:
+            # A rebuild replaces the buffers: the old ones live until the work queued on this stream so
+            # far (traces of the old structure, the compacted-size copy) has passed.
+            ctx.deferred.after(stream, self.buffer, self._temp_update, self._size_device, self._size_staging)
+        self._refits_since_build = 0
+        sizes = self._sizes(operation)
+        self.buffer_sizes = (int(sizes.outputSizeInBytes), int(sizes.tempSizeInBytes), int(sizes.tempUpdateSizeInBytes))
+        temp_size = aligned(sizes.tempSizeInBytes)
+        temp = ctx.memory.alloc(temp_size, stream)
+        # Refits reuse one temp buffer (their size is fixed by the build); the stream order keeps them apart.
+        self._temp_update = ctx.memory.alloc(aligned(sizes.tempUpdateSizeInBytes), stream) if self.options.allow_update else None
+        self.buffer = ctx.memory.alloc(aligned(sizes.outputSizeInBytes), stream)
+        self.nbytes = self.uncompacted_nbytes = int(sizes.outputSizeInBytes)
+        self.compacted = False
+        emit = None
+        if self.options.allow_compaction:
+            self._size_device = ctx.memory.empty((1,), np.uint64, stream)
+            emit = t.AccelEmitDesc(int(self._size_device.data.ptr), int(t.AccelPropertyType.COMPACTED_SIZE))
+        return temp, temp_size, emit
+
     def _build(self, operation: t.BuildOperation, stream: Any) -> None:
         ctx = self.ctx
         if capture_of(stream_handle(stream)) is not None and not getattr(ctx.api, "builds_replay", False):
             raise GraphCaptureError(BUILD_NOT_CAPTURABLE)  # before OptiX is called (a test's stand-in may allow it)
         building = operation == t.BuildOperation.BUILD
-        if building and self.buffer is not None:
-            # A rebuild replaces the buffers: the old ones live until the work queued on this stream so
-            # far (traces of the old structure, the compacted-size copy) has passed.
-            ctx.deferred.after(stream, self.buffer, self._temp_update, self._size_device, self._size_staging)
         if building:
-            self._refits_since_build = 0
-            sizes = self._sizes(operation)
-            self.buffer_sizes = (int(sizes.outputSizeInBytes), int(sizes.tempSizeInBytes), int(sizes.tempUpdateSizeInBytes))
-            temp_size = aligned(sizes.tempSizeInBytes)
-            temp = ctx.memory.alloc(temp_size, stream)
-            # Refits reuse one temp buffer (their size is fixed by the build); the stream order keeps them apart.
-            self._temp_update = ctx.memory.alloc(aligned(sizes.tempUpdateSizeInBytes), stream) if self.options.allow_update else None
+            temp, temp_size, emit = self._new_buffers(operation, stream)
         else:
-            temp_size = aligned(self.buffer_sizes[2])
-            temp = self._temp_update
-        emit = None
-        emit_count = 0
-        if building:
-            self.buffer = ctx.memory.alloc(aligned(sizes.outputSizeInBytes), stream)
-            self.nbytes = self.uncompacted_nbytes = int(sizes.outputSizeInBytes)
-            self.compacted = False
-            if self.options.allow_compaction:
-                self._size_device = ctx.memory.empty((1,), np.uint64, stream)
-                emit = t.AccelEmitDesc(int(self._size_device.data.ptr), int(t.AccelPropertyType.COMPACTED_SIZE))
-                emit_count = 1
+            temp, temp_size, emit = self._temp_update, aligned(self.buffer_sizes[2]), None
+        emit_count = 0 if emit is None else 1
         timer = self._build_timer if building else self._refit_timer
         span = timer.start(stream)
         handle = ctypes.c_uint64(self.handle)
