@@ -161,7 +161,7 @@ class Transforms:
             cupy.cuda.runtime.deviceSynchronize()
 
 
-# -- parts ---------------------------------------------------------------------------------------------------------------
+# -- parts --------------------------------------------------------------------------------------------------------------
 
 
 def rl_loop(ctx: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -187,7 +187,8 @@ def rl_loop(ctx: Any, args: argparse.Namespace) -> dict[str, Any]:
         frames = {f.index: f for f in p.scheduler.stats.frames}
     steady = [host_us[k] for k in sorted(host_us)[args.warmup:]]
     # the host's own work: the step's time less its wait for a free slot (the GPU being behind)
-    working = [host_us[k] - 1e3 * (frames[k].fence_wait_ms if k in frames else 0.0) for k in sorted(host_us)[args.warmup:]]
+    working = [host_us[k] - 1e3 * (frames[k].fence_wait_ms if k in frames else 0.0)
+               for k in sorted(host_us)[args.warmup:]]
     gpu = [frames[k].gpu_ms for k in sorted(host_us)[args.warmup:] if k in frames and frames[k].gpu_ms is not None]
     return {"worlds": args.worlds, "objects": len(scene.meshes), "size": f"{args.size}x{args.size}",
             "library": transforms.library, "renders_per_s": args.worlds * args.steps / wall,

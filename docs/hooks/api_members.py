@@ -10,7 +10,9 @@ by one ``:::`` block per name of its ``__all__`` (read from the source with
 front matter under ``api_lead`` (the user-facing classes and functions), then
 the other classes, then the functions, then the constants and record layouts
 (upper-case names), which used to open pages such as ``optixasync.render``.
-Members of those members still go through the global filters. A block that
+Members of those members still go through the global filters; a class's
+inherited members are shown when the page names them under ``api_inherited``
+(a public class built from mixins, such as ``RenderPipeline``). A block that
 already has options is left alone.
 
 After rendering, every name so requested must have its anchor on the page:
@@ -83,10 +85,13 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
             raise PluginError(f"api_members: {page.file.src_uri}: api_lead names {', '.join(unknown)}, "
                               f"which are not in __all__ of {ident}")
         _requested[page.file.src_uri] += [f"{ident}.{name}" for name in names]
+        inherited = [str(name) for name in page.meta.get("api_inherited") or []]
+        extra = f"\n      inherited_members: [{', '.join(inherited)}]" if inherited else ""
         blocks = [f"::: {ident}\n    options:\n      members: false"]
         for name in member_order(names, lead):
             blocks.append(f"::: {ident}.{name}\n    options:\n      show_root_heading: true\n"
-                          f"      show_root_toc_entry: true\n      show_root_full_path: false\n      heading_level: 2")
+                          f"      show_root_toc_entry: true\n      show_root_full_path: false\n      heading_level: 2"
+                          f"{extra}")
         return "\n\n".join(blocks)
 
     return _DIRECTIVE.sub(expand, markdown)

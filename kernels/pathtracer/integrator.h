@@ -65,7 +65,8 @@ __forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, f
 // of a single scene in world space (the first hit for the denoiser's guides); a batch of views has its own
 // (view_path.h: counted rays, worlds, the G-buffer sample). A policy provides
 //
-//   void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int depth, unsigned int (&hit)[5])
+//   void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int depth, float tmax,
+//              unsigned int (&hit)[5])   a ray over [0, tmax] (tmax: a camera's far plane for depth 1, else 1e16)
 //   bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance)   unblocked, see unoccluded
 //   float3 light_point(float3 point)        the shading point as the light sources see it
 //   void missed(unsigned int depth, float3 direction)
@@ -77,8 +78,8 @@ struct FirstHitHooks {
     FirstHit& first;  // a reference, not a pointer that may be null: that made the compiler keep it in local memory
 
     __forceinline__ __device__ void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int,
-                                          unsigned int (&hit)[5]) {
-        oa::trace(S.handle, origin, direction, 0.0f, 1e16f, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+                                          float tmax, unsigned int (&hit)[5]) {
+        oa::trace(S.handle, origin, direction, 0.0f, tmax, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
     }
     __forceinline__ __device__ bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance) {
         return unoccluded(S, start, direction, distance);
@@ -90,16 +91,18 @@ struct FirstHitHooks {
                                           const SurfacePoint& sp, float3 direction) {
         if (kFirst && depth == 1) {
             first.normal = dot(sp.ns, direction) < 0.0f ? sp.ns : -sp.ns;
-            const float3 glow = (mesh.flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv) : make_float3(0.0f, 0.0f, 0.0f);
-            first.albedo = clamp01(surface_color(material, sp.uv) + glow);
+            const float3 glow = (mesh.flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv)
+                                                             : make_float3(0.0f, 0.0f, 0.0f);
+            first.albedo = clamp01(surface_color(material, sp) + glow);
         }
     }
 };
 
-// Radiance arriving at `origin` from `direction` (unit), estimated by one path, with the caller's policy `hooks`.
+// Radiance arriving at `origin` from `direction` (unit), estimated by one path whose first ray runs at most
+// `first_tmax` (a camera's far plane), with the caller's policy `hooks`.
 template <class Hooks>
 __forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, float3 origin, float3 direction,
-                                                  Pcg32& rng, Hooks& hooks) {
+                                                  Pcg32& rng, Hooks& hooks, float first_tmax = 1e16f) {
     const SceneRecord& S = P.scene;
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
     float3 beta = make_float3(1.0f, 1.0f, 1.0f);  // path throughput
@@ -110,7 +113,7 @@ __forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, flo
 
     for (unsigned int depth = 1;; ++depth) {
         unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
-        hooks.trace(S, origin, direction, depth, hit);
+        hooks.trace(S, origin, direction, depth, depth == 1u ? first_tmax : 1e16f, hit);
         if (hit[2] == NO_HIT) {
             hooks.missed(depth, direction);
             // Light from the environment. Like emission, the camera ray and delta lobes count it fully; any
@@ -150,9 +153,10 @@ __forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, flo
         if (depth >= P.max_depth) break;
 
         // The BSDF's frame: the shading normal, turned towards the ray for the back of a two-sided surface.
-        // One-sided surfaces are black from the back and end the path; a dielectric is the same interface
-        // from both sides and keeps its orientation (its z < 0 side is the inside).
-        Bsdf bsdf = surface_bsdf(material, sp.uv, surface_color(material, sp.uv));
+        // One-sided surfaces are black from the back and end the path (a culled back face is never hit: the
+        // any-hit program let the ray through); a dielectric is the same interface from both sides and keeps
+        // its orientation (its z < 0 side is the inside).
+        Bsdf bsdf = surface_bsdf(material, sp.uv, surface_color(material, sp));
         Frame frame = frame_from_normal(sp.ns);
         float3 wo = frame.to_local(-direction);
         if (!bsdf_transmits(bsdf) && wo.z <= 0.0f) {
@@ -210,13 +214,13 @@ __forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, flo
     return radiance;
 }
 
-// Radiance arriving at `origin` from `direction` (unit), estimated by one path; with kFirst, `first` receives
-// what the camera ray hit.
+// Radiance arriving at `origin` from `direction` (unit), estimated by one path whose first ray runs at most
+// `first_tmax` (a camera's far plane); with kFirst, `first` receives what the camera ray hit.
 template <bool kFirst>
 __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 origin, float3 direction, Pcg32& rng,
-                                             FirstHit& first) {
+                                             FirstHit& first, float first_tmax = 1e16f) {
     FirstHitHooks<kFirst> hooks{first};
-    return trace_path_with(P, origin, direction, rng, hooks);
+    return trace_path_with(P, origin, direction, rng, hooks, first_tmax);
 }
 
 }  // namespace pt

@@ -62,12 +62,12 @@ struct ViewHooks {
     }
 
     __forceinline__ __device__ void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int depth,
-                                          unsigned int (&hit)[5]) {
+                                          float tmax, unsigned int (&hit)[5]) {
         if (kRays) {
             if (depth == 1u) ++camera_rays;
             else ++bounce_rays;
         }
-        float tmin = 0.0f, tmax = 1e16f;
+        float tmin = 0.0f;
         if (kWorlds && !clip_to_box(lo, hi, origin, direction, tmin, tmax)) return;  // hit[2] stays NO_HIT: a miss
         oa::trace(S.handle, origin, direction, tmin, tmax, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
     }
@@ -91,8 +91,9 @@ struct ViewHooks {
         covered = true;
         if (kSums) {  // integrator.h's FirstHitHooks, the same expressions
             first.normal = dot(sp.ns, direction) < 0.0f ? sp.ns : -sp.ns;
-            const float3 glow = (mesh.flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv) : make_float3(0.0f, 0.0f, 0.0f);
-            first.albedo = clamp01(surface_color(material, sp.uv) + glow);
+            const float3 glow = (mesh.flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv)
+                                                             : make_float3(0.0f, 0.0f, 0.0f);
+            first.albedo = clamp01(surface_color(material, sp) + glow);
         }
         if (record) {
             g.hit = true;
@@ -110,10 +111,11 @@ struct ViewHooks {
 
 // The camera ray alone: its hit reported to `hooks` as a path's first vertex would be, no shading, no light.
 template <class Hooks>
-__forceinline__ __device__ void trace_primary(const PathTracerParams& P, float3 origin, float3 direction, Hooks& hooks) {
+__forceinline__ __device__ void trace_primary(const PathTracerParams& P, float3 origin, float3 direction,
+                                              Hooks& hooks) {
     const SceneRecord& S = P.scene;
     unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
-    hooks.trace(S, origin, direction, 1u, hit);
+    hooks.trace(S, origin, direction, 1u, 1e16f, hit);
     if (hit[2] == NO_HIT) {
         hooks.missed(1u, direction);
         return;

@@ -47,7 +47,9 @@ __forceinline__ __device__ View load_view(const ViewRecord* records, const float
     return v;
 }
 
-__forceinline__ __device__ float3 view_column(const View& v, int c) { return make_float3(v.m[c], v.m[4 + c], v.m[8 + c]); }
+__forceinline__ __device__ float3 view_column(const View& v, int c) {
+    return make_float3(v.m[c], v.m[4 + c], v.m[8 + c]);
+}
 
 // The rotation applied to a camera-frame vector (x, y, z) given in OpenCV axes.
 __forceinline__ __device__ float3 view_rotate(const View& v, float x, float y, float z) {

@@ -40,7 +40,8 @@ __forceinline__ __device__ bool clip_to_box(float3 lo, float3 hi, float3 o, floa
 // flags (instanced; mirrored when the transform turns space inside out), and the 12 floats of the instance's
 // transform.
 __forceinline__ __device__ void place_world_mesh(const float* m, float4 offset, MeshRecord& record, float* instance) {
-    const float3 a = make_float3(m[0], m[4], m[8]), b = make_float3(m[1], m[5], m[9]), c = make_float3(m[2], m[6], m[10]);
+    const float3 a = make_float3(m[0], m[4], m[8]), b = make_float3(m[1], m[5], m[9]);
+    const float3 c = make_float3(m[2], m[6], m[10]);
     const float3 bc = cross(b, c), ca = cross(c, a), ab = cross(a, b);
     const float det = dot(a, bc);
     const float inv = det != 0.0f ? 1.0f / det : 0.0f;

@@ -4,12 +4,14 @@ Every operation is enqueued on a stream and recorded in the structure's
 :class:`~optixasync.cuda.Readiness`: work on another stream that traces,
 refits or instances the structure is ordered after it on the GPU.
 
-A refit enqueued on a stream being captured into a CUDA graph (a frame
-graph) goes into the graph: every launch of the graph refits again, counts
-in ``refits``, and, when the refit policy's next refit is a full rebuild or
-the structure was rebuilt or compacted since, says so, so that the graph is
-recorded again rather than replayed. Builds and compactions allocate, so
-they cannot be captured (:class:`~optixasync.errors.GraphCaptureError`).
+A build or refit enqueued on a stream being captured into a CUDA graph is
+refused (:class:`~optixasync.errors.GraphCaptureError`, ``BUILD_NOT_CAPTURABLE``)
+before OptiX is called: on an H200 with driver R580 ``optixAccelBuild``
+failed inside a capture and left OptiX's own events broken for every later
+build of the context. The mechanism for a refit inside a graph stays (every
+launch refits again, counts in ``refits``, and says when the structure was
+rebuilt or compacted since or its next refit is a full rebuild) for an API
+whose builds can be captured (a test's stand-in).
 
 Blocking calls
 --------------
@@ -33,6 +35,7 @@ import numpy as np
 from .._optix import check
 from .._optix import types as t
 from ..cuda import Capture, GpuTimer, Readiness, _nvtx, as_cupy_stream, capture_of, stream_handle, synchronize
+from ..errors import GraphCaptureError
 from ..validation import as_int, coerce_options
 
 if TYPE_CHECKING:
@@ -42,6 +45,11 @@ __all__ = ["AccelOptions", "AccelStructure", "MotionOptions", "aligned"]
 
 #: The most motion keys OptiX stores (``OptixMotionOptions::numKeys`` is 16 bits).
 MAX_MOTION_KEYS = 2**16 - 1
+
+#: Why a build or refit is refused inside a CUDA-graph capture (measured on an H200, driver R580, ABI 105).
+BUILD_NOT_CAPTURABLE = ("an acceleration-structure build or refit: inside a CUDA-graph capture optixAccelBuild failed "
+                        "(OPTIX_ERROR_CUDA_ERROR on an H200, driver R580) and broke OptiX's events for later builds; "
+                        "frames with refits run eagerly")
 
 
 @dataclass(frozen=True)
@@ -245,34 +253,39 @@ class AccelStructure:
             build_options.motionOptions = self.options.motion.to_struct()
         return build_options
 
-    def _build(self, operation: t.BuildOperation, stream: Any) -> None:
+    def _new_buffers(self, operation: t.BuildOperation, stream: Any) -> tuple[Any, int, Any]:
+        """A build's buffers on ``stream``: (temp, its size, the compacted size's emit descriptor or None)."""
         ctx = self.ctx
-        building = operation == t.BuildOperation.BUILD
-        if building and self.buffer is not None:
+        if self.buffer is not None:
             # A rebuild replaces the buffers: the old ones live until the work queued on this stream so
             # far (traces of the old structure, the compacted-size copy) has passed.
             ctx.deferred.after(stream, self.buffer, self._temp_update, self._size_device, self._size_staging)
-        if building:
-            self._refits_since_build = 0
-            sizes = self._sizes(operation)
-            self.buffer_sizes = (int(sizes.outputSizeInBytes), int(sizes.tempSizeInBytes), int(sizes.tempUpdateSizeInBytes))
-            temp_size = aligned(sizes.tempSizeInBytes)
-            temp = ctx.memory.alloc(temp_size, stream)
-            # Refits reuse one temp buffer (their size is fixed by the build); the stream order keeps them apart.
-            self._temp_update = ctx.memory.alloc(aligned(sizes.tempUpdateSizeInBytes), stream) if self.options.allow_update else None
-        else:
-            temp_size = aligned(self.buffer_sizes[2])
-            temp = self._temp_update
+        self._refits_since_build = 0
+        sizes = self._sizes(operation)
+        self.buffer_sizes = (int(sizes.outputSizeInBytes), int(sizes.tempSizeInBytes), int(sizes.tempUpdateSizeInBytes))
+        temp_size = aligned(sizes.tempSizeInBytes)
+        temp = ctx.memory.alloc(temp_size, stream)
+        # Refits reuse one temp buffer (their size is fixed by the build); the stream order keeps them apart.
+        self._temp_update = ctx.memory.alloc(aligned(sizes.tempUpdateSizeInBytes), stream) if self.options.allow_update else None
+        self.buffer = ctx.memory.alloc(aligned(sizes.outputSizeInBytes), stream)
+        self.nbytes = self.uncompacted_nbytes = int(sizes.outputSizeInBytes)
+        self.compacted = False
         emit = None
-        emit_count = 0
+        if self.options.allow_compaction:
+            self._size_device = ctx.memory.empty((1,), np.uint64, stream)
+            emit = t.AccelEmitDesc(int(self._size_device.data.ptr), int(t.AccelPropertyType.COMPACTED_SIZE))
+        return temp, temp_size, emit
+
+    def _build(self, operation: t.BuildOperation, stream: Any) -> None:
+        ctx = self.ctx
+        if capture_of(stream_handle(stream)) is not None and not getattr(ctx.api, "builds_replay", False):
+            raise GraphCaptureError(BUILD_NOT_CAPTURABLE)  # before OptiX is called (a test's stand-in may allow it)
+        building = operation == t.BuildOperation.BUILD
         if building:
-            self.buffer = ctx.memory.alloc(aligned(sizes.outputSizeInBytes), stream)
-            self.nbytes = self.uncompacted_nbytes = int(sizes.outputSizeInBytes)
-            self.compacted = False
-            if self.options.allow_compaction:
-                self._size_device = ctx.memory.empty((1,), np.uint64, stream)
-                emit = t.AccelEmitDesc(int(self._size_device.data.ptr), int(t.AccelPropertyType.COMPACTED_SIZE))
-                emit_count = 1
+            temp, temp_size, emit = self._new_buffers(operation, stream)
+        else:
+            temp, temp_size, emit = self._temp_update, aligned(self.buffer_sizes[2]), None
+        emit_count = 0 if emit is None else 1
         timer = self._build_timer if building else self._refit_timer
         span = timer.start(stream)
         handle = ctypes.c_uint64(self.handle)

@@ -121,7 +121,7 @@ from __future__ import annotations
 
 from ._available import OPTIX_WEIGHTS_FILE, available_denoisers
 from ._denoiser import Denoiser, DenoiserStats
-from ._errors import DenoiseError, MissingExtraError, OidnError
+from ._errors import DenoiseError, DeviceUnsupportedError, MissingExtraError, OidnError
 from ._oidn import oidn_library_path
 from ._options import DenoiseOptions
 from ._stage import GUIDED, Denoise
@@ -130,6 +130,7 @@ __all__ = [
     "Denoise",
     "GUIDED",
     "DenoiseError",
+    "DeviceUnsupportedError",
     "DenoiseOptions",
     "Denoiser",
     "DenoiserStats",

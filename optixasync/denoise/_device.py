@@ -20,7 +20,7 @@ from typing import Any
 
 from .._driver import require_cupy
 from ..cuda import on_device
-from ._errors import DenoiseError
+from ._errors import DenoiseError, DeviceUnsupportedError
 from ._oidn import DEVICE_TYPE_CPU, MIN_VERSION, OidnLibrary, version_string
 from ._streams import EventPair, create_stream, stream_handle
 
@@ -81,13 +81,13 @@ class OidnDevice:
 
         Raises
         ------
-        DenoiseError
+        DeviceUnsupportedError
             If this OIDN build or this CPU has no CPU device.
         OidnError
             If OIDN refuses to create or commit it.
         """
         if not lib.oidnIsCPUDeviceSupported():
-            raise DenoiseError(
+            raise DeviceUnsupportedError(
                 "OIDN's CPU device is not supported here (this OIDN build has no CPU device library, "
                 "or the CPU lacks SSE4.1)"
             )
@@ -103,7 +103,7 @@ class OidnDevice:
             If CuPy is not installed.
         TypeError, ValueError
             On a bad stream (the legacy default stream is refused).
-        DenoiseError
+        DeviceUnsupportedError
             If OIDN does not support the device.
         OidnError
             If OIDN refuses to create or commit it.
@@ -117,7 +117,7 @@ class OidnDevice:
             events = EventPair()
         try:
             if not lib.oidnIsCUDADeviceSupported(device_id):
-                raise DenoiseError(
+                raise DeviceUnsupportedError(
                     f"OIDN does not support CUDA device {device_id} (this OIDN build has no CUDA device library, "
                     "or the GPU's architecture is not supported); see optixasync.denoise.available_denoisers()"
                 )

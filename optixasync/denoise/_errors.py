@@ -36,6 +36,13 @@ class DenoiseError(OptixAsyncError):
     """Base class of the errors of :mod:`optixasync.denoise` (other than bad arguments)."""
 
 
+class DeviceUnsupportedError(DenoiseError):
+    """This OIDN build or this machine has no OIDN device of the kind asked for (CPU or CUDA).
+
+    Raised before any denoising work; ``optixasync.denoise.available_denoisers()`` says which kinds work here.
+    """
+
+
 class OidnError(DenoiseError):
     """An Intel Open Image Denoise call reported an error.
 

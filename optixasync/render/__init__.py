@@ -25,7 +25,7 @@ denoiser's :class:`optixasync.denoise.Denoise`); light types are registered
 in :mod:`optixasync.render.lights` like BSDF families in
 :mod:`optixasync.scene` (:func:`~optixasync.render.lights.register_light_type`,
 :func:`~optixasync.scene.register_bsdf`); frame updates
-(:class:`ClothMotion`, :class:`CameraSwing`, or any callable) change a frame
+(:class:`ClothMotion`, :class:`NodeMotion`, :class:`CameraSwing`, or any callable) change a frame
 before its launch. Importing this package loads no CUDA library.
 """
 
@@ -35,13 +35,15 @@ from . import _gbuffer, _path  # noqa: F401 (register the path and G-buffer inte
 from ._dataset import DatasetOptions, DatasetReport, write_dataset
 from ._device_outputs import DeviceOutputs
 from ._device_scene import check_scene
+from ._graphs import FRAME_VALUES, GraphUpdate
 from ._ids import NO_ID, id_names, label_map, segment
-from ._integrator import Integrator, Launch, integrators, register_integrator
+from ._integrator import Integrator, Launch, PreparedLaunch, integrators, register_integrator
 from ._options import RenderOptions
 from ._outputs import OUTPUTS, Output
 from ._pipeline import RenderPipeline
+from ._recorder import FrameRecorder
 from ._stages import FrameBuffers, Readback, Stage, Tonemap, WriteImages
-from ._updates import CameraSwing, ClothMotion, FrameUpdate
+from ._updates import CameraSwing, ClothMotion, FrameUpdate, NodeMotion
 from ._views import Views
 from ._worlds import Worlds
 
@@ -51,13 +53,18 @@ __all__ = [
     "DatasetOptions",
     "DatasetReport",
     "DeviceOutputs",
+    "FRAME_VALUES",
     "FrameBuffers",
+    "FrameRecorder",
     "FrameUpdate",
+    "GraphUpdate",
     "Integrator",
     "Launch",
     "NO_ID",
+    "NodeMotion",
     "OUTPUTS",
     "Output",
+    "PreparedLaunch",
     "Readback",
     "RenderOptions",
     "RenderPipeline",

@@ -165,7 +165,8 @@ class BatchState:
             scene, previous_meshes = self.worlds.launch_records()
             layout = self.worlds.layout
             record["prev_meshes"], record["world_offsets"] = previous_meshes, int(self.worlds.offsets.data.ptr)
-            record["cell_lo"], record["cell_hi"], record["meshes_per_world"] = layout.cell_lo, layout.cell_hi, layout.meshes
+            record["cell_lo"], record["cell_hi"] = layout.cell_lo, layout.cell_hi
+            record["meshes_per_world"] = layout.meshes
             frame.hold(inputs.transforms)
         return BatchLaunch(record, scene, self.count, self.worlds is not None)
 

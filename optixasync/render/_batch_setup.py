@@ -3,13 +3,14 @@
 Pure checks and choices for :class:`~optixasync.render.RenderPipeline`'s
 constructor, in the order it needs them: :func:`check_batch` before any GPU
 work (views, worlds, stages, launch size), :func:`batch_variants` and
-:func:`lanes_compiled` (which raygens to compile), :func:`make_batch_state`
-once the device scene exists.
+:func:`lanes_compiled` (which raygens to compile), :func:`make_integrator`
+(the integrator, then :func:`make_batch_state`) once the device scene exists.
 
 Blocking calls
 --------------
-None here: :func:`make_batch_state` creates the worlds (uploads and a build
-on the set-up stream, see :mod:`._device_worlds`).
+None here but set-up: :func:`make_integrator` compiles the integrator (NVRTC
+on a PTX cache miss, then OptiX) and :func:`make_batch_state` creates the
+worlds (uploads and a build on the set-up stream, see :mod:`._device_worlds`).
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ if TYPE_CHECKING:
     from ..scene import Scene
     from ._batch import BatchState
     from ._device_scene import DeviceScene
+    from ._integrator import Integrator
     from ._stages import Stage
 
-__all__ = ["batch_variants", "check_batch", "lanes_compiled", "make_batch_state"]
+__all__ = ["batch_variants", "check_batch", "lanes_compiled", "make_batch_state", "make_integrator"]
 
 
 def check_batch(scene: Scene, options: RenderOptions, stages: Sequence[Stage], views: Any,
@@ -73,7 +75,8 @@ def lanes_compiled(options: RenderOptions, views: Views | None, batched: bool) -
     return lane_count(options.width, options.height, count, 2**31, options.sample_lanes) > 1
 
 
-def batch_variants(variants: Sequence[frozenset[str]], batched: bool, worlds: bool, lanes: bool) -> list[frozenset[str]]:
+def batch_variants(variants: Sequence[frozenset[str]], batched: bool, worlds: bool,
+                   lanes: bool) -> list[frozenset[str]]:
     """The output sets to compile: a batch's raygens (with the flags) for every set, or the single camera's and,
     for lanes, a batch's plain raygen."""
     if batched:
@@ -90,3 +93,20 @@ def make_batch_state(ctx: Context, device_scene: DeviceScene, views: Views | Non
 
     worlds = DeviceWorlds(ctx, device_scene, layout, stream) if layout is not None else None
     return BatchState(ctx, views, worlds, device_scene.tables.materials.indices, stream)
+
+
+def make_integrator(ctx: Context, cls: type[Integrator], device_scene: DeviceScene, variants: Sequence[frozenset[str]],
+                    views: Views | None, layout: WorldLayout | None, stream: Any) -> tuple[Integrator, BatchState]:
+    """The pipeline's integrator (``cls`` compiled for ``variants``) and batch state (on the set-up ``stream``); on a
+    failure, what was made is closed (the device scene too) and the error raised."""
+    try:
+        integrator = cls(ctx, device_scene, variants)
+    except BaseException:
+        device_scene.close()
+        raise
+    try:
+        return integrator, make_batch_state(ctx, device_scene, views, layout, stream)
+    except BaseException:
+        integrator.close()
+        device_scene.close()
+        raise

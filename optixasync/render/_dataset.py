@@ -123,7 +123,8 @@ class DatasetOptions:
         for name in ("distance", "elevation", "fov", "light_scale"):
             low, high = (float(v) for v in getattr(self, name))
             if not (math.isfinite(low) and math.isfinite(high) and low <= high):
-                raise ValueError(f"dataset {name} must be a (low, high) pair with low <= high, got {getattr(self, name)!r}")
+                raise ValueError(f"dataset {name} must be a (low, high) pair with low <= high, "
+                                 f"got {getattr(self, name)!r}")
             object.__setattr__(self, name, (low, high))
         if not (0 < self.fov[0] and self.fov[1] < 180):
             raise ValueError(f"dataset fov must be inside (0, 180) degrees, got {self.fov}")

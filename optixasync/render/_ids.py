@@ -40,7 +40,8 @@ def _materials(scene: Scene) -> list[Material]:
 
 
 def id_names(scene: Scene) -> dict[str, list[Any]]:
-    """What the ids of ``scene`` stand for: ``{"meshes": [name per mesh_id], "materials": [Material per material_id]}``."""
+    """What the ids of ``scene`` stand for: ``{"meshes": [name per mesh_id], "materials": [Material per
+    material_id]}``."""
     return {"meshes": [m.name for m in scene.meshes], "materials": _materials(scene)}
 
 

@@ -20,19 +20,19 @@ MAX_LANES = 64
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """What :class:`~optixasync.render.PathTracer` renders and how.
+    """What a :class:`~optixasync.render.RenderPipeline` renders and how.
 
     Attributes
     ----------
     width, height : int
         Image size in pixels (at most 2**30 pixels: one OptiX thread each).
     spp : int
-        Samples per pixel of :meth:`PathTracer.render`.
+        Samples per pixel of :meth:`RenderPipeline.render`.
     samples_per_launch : int
-        Samples per ``optixLaunch`` in :meth:`PathTracer.render`; 0 lets the
+        Samples per ``optixLaunch`` in :meth:`RenderPipeline.render`; 0 lets the
         tracer decide (all in one launch, or 16 per launch when a progress
         callback is given). Progressive rendering passes its own count to
-        each :meth:`PathTracer.record`.
+        each :meth:`RenderPipeline.record`.
     max_depth : int
         Longest path, in the reference renderer's convention: 1 shows only
         the emitters the camera sees, 2 adds direct lighting, and so on.
@@ -53,11 +53,13 @@ class RenderOptions:
         Threads per pixel of a still (:meth:`RenderPipeline.render`): its
         samples go in launches of that many, one sample per thread, each
         launch's samples then added to the sums in sample order, so the
-        sums are bitwise those of one thread per pixel. 0 (the default)
-        decides from the size: a still of fewer than
-        :data:`LANE_TARGET_THREADS` pixels (times views) gets enough lanes
-        to reach it, at most one per sample and :data:`MAX_LANES`; 1 keeps
-        one launch of one thread per pixel.
+        sums are bitwise those of one thread per pixel (a batch's raygen,
+        compiled beside the single camera's). 1 (the default) keeps one
+        launch of one thread per pixel; 0 decides from the size: a still
+        of fewer than :data:`LANE_TARGET_THREADS` pixels (times views) gets
+        enough lanes to reach it, at most one per sample and
+        :data:`MAX_LANES`. Lanes have not yet run on a GPU: they stay off
+        unless asked for.
 
     Raises
     ------
@@ -77,7 +79,7 @@ class RenderOptions:
     rr_depth: int = 5
     seed: int = 0
     jitter: bool = True
-    sample_lanes: int = 0
+    sample_lanes: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.jitter, (bool, np.bool_)):

@@ -64,7 +64,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["G_SAMPLE_OUTPUTS", "OUTPUTS", "SINGLE_CAMERA_OUTPUTS", "SUMS_OUTPUTS", "VARIANT_PRIMARY",
-           "VARIANT_VIEWS", "VARIANT_WORLDS", "VIEWS", "WORLDS", "Output", "check_output_names", "output_mask", "output_shape"]
+           "VARIANT_VIEWS", "VARIANT_WORLDS", "VIEWS", "WORLDS", "Output", "check_output_names", "output_mask",
+           "output_shape"]
 
 #: Bits of a variant's mask beside its outputs' (``kernels/pathtracer/view_records.h``'s ``VariantBits``).
 VARIANT_VIEWS, VARIANT_WORLDS, VARIANT_PRIMARY = 1 << 16, 1 << 17, 1 << 18

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._optix._types import CompileDebugLevel, CompileOptimizationLevel, TraversableGraphFlags
 from ..program import CompileOptions, Module, ModuleOptions, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
-from ._integrator import Integrator, Launch, register_integrator
+from ._integrator import Integrator, Launch, PreparedLaunch, register_integrator
 from ._layout import PATH_PARAMS
 from ._outputs import OUTPUTS, SUMS_OUTPUTS, VIEWS, WORLDS, output_mask
 from ._params import PARAMS_OUTPUTS, fill_batch, fill_params
+from ._refill import ParamsRefill
 from ._source import pathtracer_source
 
 if TYPE_CHECKING:
@@ -51,7 +52,6 @@ INSTANCED_PIPELINE_OPTIONS = dataclasses.replace(
 MODULE_OPTIONS = ModuleOptions(opt_level=CompileOptimizationLevel.LEVEL_3, debug_level=CompileDebugLevel.NONE)
 #: NVRTC with fast math (approximate rsqrt, sincos, pow; flush denormals).
 COMPILE_OPTIONS = CompileOptions(use_fast_math=True)
-
 
 
 @register_integrator
@@ -100,6 +100,7 @@ class PathIntegrator(Integrator):
         self.hit = ProgramGroup.hitgroup(ctx, self.module, closesthit="__closesthit__radiance",
                                          anyhit="__anyhit__cutout")
         self.variants: dict[int, tuple[ProgramGroup, Pipeline, ShaderBindingTable]] = {}
+        self._refill = ParamsRefill(self.params_dtype)
         stream = scene.stream
         for mask in masks:
             raygen = ProgramGroup.raygen(ctx, self.module, f"__raygen__outputs_{mask}")
@@ -121,6 +122,20 @@ class PathIntegrator(Integrator):
         ValueError
             If the launch's outputs are not a compiled variant.
         """
+        prepared = self.prepare(frame.params if params is None else params, launch)
+        frame.launch(prepared.pipeline, prepared.sbt, prepared.width, prepared.height, prepared.depth, params=params)
+
+    def prepare(self, params: Any, launch: Launch) -> PreparedLaunch:
+        """Fill ``params`` for ``launch`` and return the variant's launch, to enqueue on the frame later.
+
+        A block last filled from the same inputs gets its sample counts only (:mod:`._refill`); a batch's launch
+        is filled whole (its views, poses and previous state change from launch to launch).
+
+        Raises
+        ------
+        ValueError
+            If the launch's outputs are not a compiled variant.
+        """
         batch = launch.batch
         flags = () if batch is None else (VIEWS, WORLDS) if batch.worlds else (VIEWS,)
         mask = self.mask_of({*launch.outputs, *flags})
@@ -129,21 +144,35 @@ class PathIntegrator(Integrator):
             raise ValueError(f"the {self.name} integrator was not compiled for the outputs {sorted(launch.outputs)}"
                              f"{' of a batch' if batch is not None else ''} (variants: {sorted(self.variants)})")
         _raygen, pipeline, sbt = variant
-        target = frame.params if params is None else params
+        opts = launch.options
+        if batch is not None:
+            self._fill(params, launch)
+            fill_batch(params, batch, self._addresses(launch), batch.lanes)
+            return PreparedLaunch(pipeline, sbt, opts.width, opts.height, batch.views * batch.lanes)
+        static = (pipeline, opts, launch.basis, launch.accum, launch.sums, *launch.outputs.values())
+        scene = launch.scene.tobytes()
+        refill = self._refill
+        if not refill.counts_only(params, static, scene, launch.sample_offset, launch.spp, launch.accumulate):
+            self._fill(params, launch)
+            refill.remember(params, static, scene)
+        return PreparedLaunch(pipeline, sbt, opts.width, opts.height)
+
+    @staticmethod
+    def _addresses(launch: Launch) -> dict[str, int]:
+        """The device address of each output buffer by name, and of the running sums (``aov_sums``)."""
         addresses = {name: int(array.data.ptr) for name, array in launch.outputs.items()}
         if launch.sums is not None:
             addresses["aov_sums"] = int(launch.sums.data.ptr)
-        fill_params(target, options=launch.options, camera=None, basis=launch.basis, accum=int(launch.accum.data.ptr),
+        return addresses
+
+    @classmethod
+    def _fill(cls, params: Any, launch: Launch) -> None:
+        addresses = cls._addresses(launch)
+        fill_params(params, options=launch.options, camera=None, basis=launch.basis, accum=int(launch.accum.data.ptr),
                     scene=launch.scene, sample_offset=launch.sample_offset, spp=launch.spp,
                     image=addresses.get("image", 0),
                     outputs={k: v for k, v in addresses.items() if k in PARAMS_OUTPUTS or k == "aov_sums"},
                     accumulate=launch.accumulate)
-        opts = launch.options
-        depth = 1
-        if batch is not None:
-            fill_batch(target, batch, addresses, batch.lanes)
-            depth = batch.views * batch.lanes
-        frame.launch(pipeline, sbt, opts.width, opts.height, depth, params=params)
 
     def close(self) -> None:
         """Destroy the pipelines, SBTs and program groups, then the module (the caller waited for its launches)."""

@@ -11,7 +11,10 @@ Every launch goes through a frame of a :class:`~optixasync.FrameScheduler`:
 * :meth:`RenderPipeline.frames` runs progressive or animated frames through
   the pipeline's own scheduler, and yields their results in order;
 * :meth:`RenderPipeline.render` renders a still: one frame of the pipeline's
-  scheduler holding all of its launches, each with parameters of its own.
+  scheduler holding all of its launches, each with parameters of its own;
+* :meth:`RenderPipeline.recorder` records frames of an application's own
+  loop the same way every time. Frame graphs (off by default: ``graphs=True``)
+  capture a slot's frame once and replay it: see :mod:`._graphs`.
 
 Progressive frames add their samples to one accumulation buffer, ordered by
 the frames' stream (one scheduler per pipeline for :meth:`record`). The random
@@ -32,9 +35,9 @@ Blocking calls
 * :meth:`RenderPipeline.frames` waits where its scheduler does: on a slot's
   fence when the host is ``frames_in_flight`` frames ahead, and for the last
   frames when it ends (drain).
-* :meth:`RenderPipeline.close` waits for the launches it enqueued and for
-  the structure's last operation before destroying the program and the
-  tables.
+* :meth:`RenderPipeline.close` waits for the launches it enqueued, the
+  streams its graph frames ran on and the structure's last operation
+  before destroying the program and the tables.
 * ``optixLaunch`` blocks when the context has validation mode on.
 Everything in :meth:`record`, :meth:`refit` and :meth:`reset` is
 asynchronous: pinned parameter staging, stream-ordered memory, event
@@ -49,21 +52,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cuda import Context, GpuTimer, Readiness, as_cupy_stream, create_stream, synchronize
+from ..cuda import Context, GpuTimer, Readiness, as_cupy_stream, create_stream, stream_handle, synchronize
 from ..scene import Camera, Scene
 from ..validation import as_int, coerce_options
-from ._batch_setup import batch_variants, check_batch, lanes_compiled, make_batch_state
+from ._batch_setup import batch_variants, check_batch, lanes_compiled, make_integrator
 from ._device_outputs import OutputLeases
 from ._device_scene import DeviceScene, check_scene, host_emitter_table
+from ._graphs import FrameWork, PipelineGraphs
 from ._integrator import Integrator, Launch, integrator_class
 from ._options import RenderOptions
 from ._outputs import SINGLE_CAMERA_OUTPUTS, check_output_names
 from ._params import MAX_SAMPLES, positive_int
-from ._plan import OutputPlan
+from ._plan import DEFAULT, OutputPlan
+from ._recorder import FrameRecorder, run_frames
 from ._stages import Stage
 from ._step import BatchFrames
-from ._still import render_still
-from ._views import Views
+from ._still import StillFrames
+from ._views import Views, check_pinhole_cameras
 from ._worlds import Worlds
 
 if TYPE_CHECKING:
@@ -71,11 +76,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT", "RenderPipeline"]
 
-#: ``readback=DEFAULT``: the pipeline's own readback (its outputs, unless it was made with another).
-DEFAULT: Any = "default"
 
-
-class RenderPipeline(BatchFrames):
+class RenderPipeline(BatchFrames, StillFrames):
     """A scene rendered by an integrator, with stages after each launch (see the module documentation).
 
     Parameters
@@ -105,6 +107,9 @@ class RenderPipeline(BatchFrames):
     worlds : Worlds, optional
         Copies of the scene differing in the poses of some meshes (:class:`~optixasync.render.Worlds`), moved by
         the ``transforms`` of :meth:`record` and :meth:`step`; each view traces its own world.
+    graphs : bool
+        Run the pipeline's own frames as CUDA graphs (its scheduler's ``graphs``; see :mod:`._graphs`). Off
+        by default: frame graphs have not yet been checked on a GPU. A batch's frames always run eagerly.
 
     Attributes
     ----------
@@ -122,6 +127,8 @@ class RenderPipeline(BatchFrames):
         NaN or Inf samples dropped by the last :meth:`render`.
     last_render_ms : float or None
         GPU time of all launches of the last :meth:`render` (timing events).
+    graphs : PipelineGraphs
+        The frame-graph side of the frames (graph or eager, their keys, the slots' frame values).
 
     Raises
     ------
@@ -135,7 +142,7 @@ class RenderPipeline(BatchFrames):
                  integrator: str = "path", outputs: str | Sequence[str] = ("image",), stages: Iterable[Stage] = (),
                  readback: Any = DEFAULT, frames_in_flight: int = 2,
                  scheduler_options: SchedulerOptions | dict | None = None, stream: Any = None,
-                 views: Views | None = None, worlds: Worlds | None = None) -> None:
+                 graphs: bool = False, views: Views | None = None, worlds: Worlds | None = None) -> None:
         if not isinstance(ctx, Context):
             raise TypeError(f"ctx must be an optixasync.Context, got {type(ctx).__name__}")
         ctx.require_open()
@@ -151,28 +158,26 @@ class RenderPipeline(BatchFrames):
         self._plan = OutputPlan(cls, self.outputs, self.stages)
         self.readback = self._plan.check_readback(self.outputs if readback is DEFAULT else readback, staged=True)
         self.frames_in_flight = as_int("frames_in_flight", frames_in_flight, 1)
+        if not isinstance(graphs, bool):
+            raise TypeError(f"graphs must be a bool, got {type(graphs).__name__}")
+        self._graphs_default = graphs
+        self._stage_tuple = tuple(self.stages)
         self._scheduler_options = scheduler_options
         self.views, layout = check_batch(self.scene, self._options, self.stages, views, worlds)
         self.batched = bool(views is not None or worlds is not None or cls.batched or
                             not self._plan.written <= SINGLE_CAMERA_OUTPUTS)
+        if self.batched and self.views is None:
+            check_pinhole_cameras([scene.camera], "the scene's camera")  # its camera is the batch's one view
         emitters = host_emitter_table(scene)  # zero emissive area raises here, before any GPU work
         self.ctx = ctx
         self.stream = create_stream() if stream is None else as_cupy_stream(stream)
         self._closed = False
-        self.device_scene = DeviceScene(ctx, scene, self.stream, emitters, instances=layout is not None)
         self._lanes = lanes_compiled(self._options, self.views, self.batched)
-        try:
-            variants = batch_variants(self._plan.variants, self.batched, layout is not None, self._lanes)
-            self.integrator: Integrator = cls(ctx, self.device_scene, variants)
-        except BaseException:
-            self.device_scene.close()
-            raise
-        try:
-            self._batch = make_batch_state(ctx, self.device_scene, self.views, layout, self.stream)
-        except BaseException:
-            self.integrator.close()
-            self.device_scene.close()
-            raise
+        variants = batch_variants(self._plan.variants, self.batched, layout is not None, self._lanes)
+        self.device_scene = DeviceScene(ctx, scene, self.stream, emitters, instances=layout is not None)
+        self.integrator: Integrator
+        self.integrator, self._batch = make_integrator(ctx, cls, self.device_scene, variants, self.views, layout,
+                                                       self.stream)
         self.params_dtype = cls.params_dtype
         self._camera = copy.copy(scene.camera)
         self._basis: tuple[Camera, tuple[np.ndarray, ...]] | None = None
@@ -186,6 +191,7 @@ class RenderPipeline(BatchFrames):
         self._timer = GpuTimer()
         self._last_launch: dict[int, Any] = {}  # stream handle -> end event of this pipeline's last launch there
         self._scheduler: FrameScheduler | None = None
+        self.graphs = PipelineGraphs(self)
         self.last_nonfinite = 0
         self.last_render_ms: float | None = None
         ctx.track(self)
@@ -215,6 +221,8 @@ class RenderPipeline(BatchFrames):
     def camera(self, value: Camera) -> None:
         if not isinstance(value, Camera):
             raise TypeError(f"camera must be an optixasync.scene.Camera, got {type(value).__name__}")
+        if self.batched and self.views is None:
+            check_pinhole_cameras([value], "camera")
         if value != self._camera:
             self._camera = copy.copy(value)
             self.reset()
@@ -235,7 +243,9 @@ class RenderPipeline(BatchFrames):
 
     @property
     def last_launch_ms(self) -> float | None:
-        """GPU time of the newest finished launch (timing events; never waits), None until one has finished."""
+        """GPU time of the newest finished eager launch (timing events; never waits), None until one has finished.
+
+        A frame graph's launch is not timed apart: its frame's ``stats.gpu_ms`` covers it."""
         return self._timer.poll()
 
     @property
@@ -246,17 +256,13 @@ class RenderPipeline(BatchFrames):
 
             self._check_open()
             self._scheduler = FrameScheduler(self.ctx, self.frames_in_flight, params_dtype=self.params_dtype,
-                                             options=self._scheduler_options, stream=self.stream)
+                                             options=self._scheduler_options, stream=self.stream,
+                                             graphs=self._graphs_default)
         return self._scheduler
 
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this RenderPipeline is closed")
-
-    def _plane(self, *channels: int) -> tuple[int, ...]:
-        """The shape of a per-pixel buffer: (height, width, *channels), with (views, ...) for a batch."""
-        views = () if self.views is None else (self.views.count,)
-        return (*views, self._options.height, self._options.width, *channels)
 
     def camera_basis(self) -> tuple[np.ndarray, ...]:
         """The camera's basis for the image size, computed once per camera."""
@@ -266,8 +272,9 @@ class RenderPipeline(BatchFrames):
 
     def order(self, stream: Any) -> int:
         """Make ``stream`` wait (on the GPU) for the scene's set-up, its last structure update and our buffers."""
-        self._buffers.order(stream)
-        return self.device_scene.order(stream)
+        handle = stream_handle(stream)  # once: a frame given as the stream starts its GPU time here
+        self._buffers.order(handle)
+        return self.device_scene.order(handle)
 
     # -- scene changes ---------------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -297,9 +304,24 @@ class RenderPipeline(BatchFrames):
         self.device_scene.refit(self.stream if stream is None else stream)
         self.reset()
 
+    def place(self, transforms: Any, stream: Any = None) -> None:
+        """Move the instanced meshes to new object-to-world ``transforms`` (M, 3, 4), ordered on ``stream``.
+
+        Rewrites their mesh records and rebuilds the instance structure (:meth:`DeviceScene.place`); a
+        frame update calls it with its frame (:class:`NodeMotion`). Also restarts the accumulation.
+
+        Raises
+        ------
+        ValueError
+            Without instanced meshes, or on bad transforms (before any GPU work).
+        """
+        self._check_open()
+        self.device_scene.place(transforms, self.stream if stream is None else stream)
+        self.reset()
+
     # -- frames ------------------------------------------------------------------------------------------------
     def record(self, frame: Frame, spp: int = 1, *, readback: Any = DEFAULT, camera: Camera | None = None,
-               stages: bool = True, views: Views | None = None, poses: Any = None,
+               stages: bool = True, graph: bool | None = None, views: Views | None = None, poses: Any = None,
                transforms: Any = None) -> dict[str, Any]:
         """Launch ``spp`` more samples per pixel into the accumulation inside ``frame``, then the stages.
 
@@ -316,6 +338,10 @@ class RenderPipeline(BatchFrames):
         poses or transforms do not restart the accumulation: call :meth:`reset` (or pass ``frames(update=...)``)
         for each step's own image. Everything is checked before the frame's first GPU work.
 
+        ``graph`` (default: the frame's ``graph``) runs the frame as its slot's CUDA graph (:mod:`._graphs`): this
+        writes the parameters only; the launch, stages and readbacks are the frame's work, enqueued (or replayed)
+        at submit. GPU work of your own reading the outputs then goes in ``sched.frame(work)`` (run after ours).
+
         Returns
         -------
         dict of str to device array
@@ -323,13 +349,24 @@ class RenderPipeline(BatchFrames):
         """
         self._check_open()
         spp = positive_int("spp", spp)
-        names = self._plan.check_readback(self.readback if readback is DEFAULT else readback, staged=stages)
-        if frame.launched:
+        names = self._plan.check_readback(self._default_readback(stages) if readback is DEFAULT else readback,
+                                          staged=stages)
+        return self._record(frame, spp, names, stages, graph, camera=camera, views=views, poses=poses,
+                            transforms=transforms)
+
+    def _record(self, frame: Frame, spp: int, names: tuple[str, ...], stages: bool, graph: bool | None,
+                updates: tuple = (), camera: Camera | None = None, views: Views | None = None, poses: Any = None,
+                transforms: Any = None) -> dict[str, Any]:
+        """:meth:`record` with its arguments checked; ``updates``: frame updates whose GPU part the frame holds."""
+        self._check_open()
+        if frame.launched or isinstance(frame.work, FrameWork):
             raise RuntimeError("this frame has already launched with its parameters: call record() once per frame")
         if frame.params is None or frame.params.dtype != self.params_dtype:
             raise ValueError("the frame's parameters do not have the pipeline's layout: create the scheduler "
                              "with FrameScheduler(ctx, n, params_dtype=pipeline.params_dtype)")
         inputs = self._batch.check(frame.stream, views, poses, transforms)
+        if self.graphs.lost_samples():
+            self.reset()  # the graph frame before was aborted after counting its samples
         if camera is not None:
             self.camera = camera  # restarts the accumulation if it differs (only once the frame is known good)
         if self._samples + spp > MAX_SAMPLES:
@@ -338,6 +375,8 @@ class RenderPipeline(BatchFrames):
         sums = self._plan.needs_sums(stages)
         if sums and self._samples > 0 and not self._sums_current:
             self.reset()  # the sums would not cover the earlier samples
+        for stage in self._stage_tuple if stages else ():
+            stage.prepare(frame, (self._options.height, self._options.width))  # a refusal adds no samples
         handle = self.order(frame)  # the frame as the stream: its GPU time starts here
         self.device_scene.compact(frame.stream)  # once the size has arrived; never waits
         batch = self._batch.prepare(frame, inputs, self._options, self._camera) if self.batched else None
@@ -348,17 +387,22 @@ class RenderPipeline(BatchFrames):
         if "rays" in written:
             with self.ctx.memory.scope(frame.stream):
                 buffers["rays"].fill(0)  # counted from zero in every frame
-        span = self._timer.start(frame.stream)
-        self.integrator.launch(frame, launch)
-        self._last_launch[handle] = self._timer.stop(span, frame.stream)
-        # The launch has added the samples: count them before anything else can raise.
+        work = FrameWork(self, launch, buffers, self._stage_tuple if stages else (), names, updates,
+                         self.graphs.values(frame, create=False) if updates else None, written)
+        deferred = self.graphs.defer(frame, work, graph)  # a graph's frame: parameters written, its work at submit
+        if not deferred:
+            span = self._timer.start(frame.stream)
+            work.launch(frame)
+            self._last_launch[handle] = self._timer.stop(span, frame.stream)
+        # The launch has added the samples (a graph's frame: will add them): count them before anything can raise.
         self._samples += spp
         self._sums_current = sums
-        for stage in self.stages if stages else ():
-            stage.record(frame, buffers)
-        for name in names:
-            frame.readback(buffers[name], name)
+        if not deferred:
+            work.finish(frame)
         return buffers.made()
+
+    def _default_readback(self, stages: bool) -> tuple[str, ...]:
+        return self._plan.default_readback(self.readback, stages)
 
     def _first_hit_sums(self, frame: Frame) -> Any:
         if self._sums is None:  # made on the frames' stream, which is the only one that uses it
@@ -367,7 +411,7 @@ class RenderPipeline(BatchFrames):
 
     def frames(self, count: int, spp: int = 1, *, update: Callable[[RenderPipeline, int, Frame], None] | None = None,
                accumulate: bool | None = None, readback: Any = DEFAULT, last_only: bool = False,
-               stages: bool = True) -> Iterator[FrameResult]:
+               stages: bool = True, graphs: bool | None = None) -> Iterator[FrameResult]:
         """Render ``count`` frames of ``spp`` samples through the pipeline's scheduler; their results, in order.
 
         ``update(pipeline, index, frame)`` (a frame update: :class:`~optixasync.render.ClothMotion`,
@@ -375,81 +419,29 @@ class RenderPipeline(BatchFrames):
         ``accumulate`` (default: without an update) adds every frame's samples to the progressive image;
         otherwise each frame is its own image. ``last_only`` reads back the last frame alone (a progressive
         still). The stages' :meth:`Stage.deliver` sees each result with readbacks before it is yielded. Results
-        hold pinned memory until released: use them as ``with result:``, or drop them.
+        hold pinned memory until released: use them as ``with result:``, or drop them. ``graphs`` (default: the
+        pipeline's) runs the frames as CUDA graphs, an update's GPU part included when it has one
+        (:class:`~optixasync.render.GraphUpdate`: the cloth's vertices and refit).
         """
+        self._check_open()
         count = as_int("count", count, 0)
-        accumulate = update is None if accumulate is None else bool(accumulate)
-        scheduler = self.scheduler
-        for k in range(count):
-            with scheduler.frame() as frame:
-                if update is not None:
-                    update(self, k, frame)
-                if not accumulate:
-                    self.reset()
-                self.record(frame, spp, readback=None if last_only and k < count - 1 else readback, stages=stages)
-            yield from self._delivered(scheduler.poll(), stages)
-        yield from self._delivered(scheduler.drain(), stages)
+        every = self.recorder(spp, update=update, accumulate=accumulate, readback=None if last_only else readback,
+                              stages=stages, graph=graphs)
+        last = self.recorder(spp, update=update, accumulate=accumulate, readback=readback, stages=stages,
+                             graph=graphs) if last_only else every
+        return run_frames(self, count, every, last, stages)  # the checks above at the call, the frames when iterated
 
-    def _delivered(self, results: list[FrameResult], stages: bool) -> Iterator[FrameResult]:
-        for result in results:
-            if result.readbacks:
-                for stage in self.stages if stages else ():
-                    stage.deliver(result)
-            yield result
+    def recorder(self, spp: int = 1, *, update: Callable[[RenderPipeline, int, Frame], None] | None = None,
+                 accumulate: bool | None = None, readback: Any = DEFAULT, stages: bool = True,
+                 graph: bool | None = None) -> FrameRecorder:
+        """Frames recorded the same way every time, into frames of any scheduler of the pipeline's layout.
 
-    # -- stills ----------------------------------------------------------------------------------------------
-    def render(self, spp: int | None = None, progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """Render ``spp`` samples per pixel (default ``options.spp``) and return the linear RGB mean.
-
-        Waits for the image: that is the point of the call. One frame of the pipeline's scheduler, ordered
-        after the set-up and the structure's last refit, with an accumulation of its own (the progressive one
-        is left alone). The samples go in launches of ``options.samples_per_launch`` (0: all in one, or 16 per
-        launch with ``progress``), all enqueued before the first wait, so the GPU never idles between them;
-        ``progress(samples_done)`` is called as each one finishes.
-
-        Returns
-        -------
-        numpy.ndarray
-            (height, width, 3) float32, row 0 at the top.
+        ``recorder.record(frame, index)`` is frame ``index`` of :meth:`frames` (its arguments, checked once). The
+        record-once, replay-many door for applications driving their own frames (see :class:`FrameRecorder`).
         """
-        total = self._options.spp if spp is None else positive_int("spp", spp)
-        with render_still(self, 0, total, progress) as result:
-            return result["sums"][..., :3] / np.float32(total)
-
-    def render_sums(self, first_sample: int, spp: int) -> np.ndarray:
-        """Render the absolute samples ``first_sample`` ... ``first_sample + spp - 1`` and return their sums.
-
-        The building block of splitting one image over several GPUs: the random numbers of a sample depend only
-        on (seed, pixel, absolute sample index), so disjoint ranges rendered anywhere add up to the image
-        :meth:`render` gives for their union, up to the order of the float32 additions.
-
-        Returns
-        -------
-        numpy.ndarray
-            (height, width, 4) float32, row 0 at the top: the RGB sums of the range's samples, then the number of
-            its samples that were NaN or Inf and dropped. Divide by the total sample count.
-        """
-        first = as_int("first_sample", first_sample, 0)
-        with render_still(self, first, positive_int("spp", spp), None) as result:
-            return np.array(result["sums"])
-
-    def still(self, spp: int | None = None, progress: Callable[[int], None] | None = None, *,
-              readback: Any = DEFAULT) -> FrameResult:
-        """A still with the stages run on its mean: the frame's result (``result["sums"]`` and ``readback``).
-
-        As :meth:`render`, but the launches also write what the stages need, the stages run once after the
-        last launch (a denoised still), and the result is the frame's: release it (``with result:``).
-        """
-        total = self._options.spp if spp is None else positive_int("spp", spp)
-        names = self._plan.check_readback(self.readback if readback is DEFAULT else readback, staged=True)
-        return render_still(self, 0, total, progress, stages=True, readback=names)
-
-    @staticmethod
-    def tonemap(linear: np.ndarray) -> np.ndarray:
-        """Linear RGB (H, W, 3) to sRGB ``uint8`` (H, W, 3) with the kernel's curve (host, numpy)."""
-        from ..io import tonemap_srgb
-
-        return tonemap_srgb(linear)
+        return FrameRecorder(self, spp, update=update, accumulate=accumulate,
+                             readback=self._default_readback(stages) if readback is DEFAULT else readback,
+                             stages=stages, graph=graph)
 
     # -- lifetime --------------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -460,6 +452,7 @@ class RenderPipeline(BatchFrames):
         try:
             if self._scheduler is not None:
                 self._scheduler.close()
+            self.graphs.close()
             for event in self._last_launch.values():
                 synchronize(event, "waiting for the pipeline's launches before closing it")
             synchronize(self.device_scene.ready.event, "waiting for the pipeline's set-up before closing it")

@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from ._integrator import Integrator
     from ._stages import Stage
 
-__all__ = ["OutputPlan"]
+__all__ = ["DEFAULT", "OutputPlan"]
+
+#: ``readback=DEFAULT``: the pipeline's own readback (its outputs, unless it was made with another).
+DEFAULT: Any = "default"
 
 
 class OutputPlan:
@@ -72,6 +75,13 @@ class OutputPlan:
     def needs_sums(self, staged: bool) -> bool:
         """Whether those outputs need the running first-hit sums."""
         return bool(self.integrator_outputs(staged) & self.integrator.needs_sums)
+
+    def default_readback(self, readback: tuple[str, ...], staged: bool) -> tuple[str, ...]:
+        """A pipeline's ``readback``, less what only the stages make when they do not run (``staged`` false)."""
+        if staged:
+            return readback
+        plain = self.integrator_outputs(False)
+        return tuple(name for name in readback if name in plain)
 
     def check_readback(self, names: Any, staged: bool) -> tuple[str, ...]:
         """``names`` (None: none) checked to be outputs of a frame with (or without) the stages.

@@ -50,14 +50,19 @@ class BatchFrames:
         views = self.views.count if self.views is not None else None
         return FrameBuffers(frame, self._options.width, self._options.height, views, generation)
 
+    def _plane(self, *channels: int) -> tuple[int, ...]:
+        """The shape of a per-pixel buffer: (height, width, *channels), with (views, ...) for a batch."""
+        views = () if self.views is None else (self.views.count,)
+        return (*views, self._options.height, self._options.width, *channels)
+
     def batch_launch(self, frame: Frame) -> Any:
         """The current views' (or camera's) ``BatchLaunch`` for a launch of ``frame`` (a still's)."""
         return self._batch.prepare(frame, self._batch.check(frame.stream), self._options, self._camera)
 
     def still_lanes(self, spp: int) -> int:
         """The lanes of a plain still of ``spp`` samples (:mod:`._lanes`; 1 without the variant compiled)."""
-        if not self._lanes:
-            return 1
+        if not self._lanes or (self.views is None and self._camera.orthographic):
+            return 1  # an orthographic camera is no batch's view (Views.cameras)
         views = self.views.count if self.views is not None else 1
         o = self._options
         return lane_count(o.width, o.height, views, spp, o.sample_lanes)

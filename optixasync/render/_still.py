@@ -1,5 +1,9 @@
 """A pipeline's still: one frame of its scheduler holding every launch of the image, each with its own parameters.
 
+:class:`StillFrames` holds the still methods of
+:class:`~optixasync.render.RenderPipeline` (``render``, ``render_sums``,
+``still``); :func:`render_still` is their one frame.
+
 Blocking calls
 --------------
 :func:`render_still` (whose lanes add up on the frame's stream) waits for the structure's compacted size before its
@@ -15,15 +19,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cuda import GpuSpan, elapsed_ms, synchronize
+from ..validation import as_int
 from ._integrator import Launch
 from ._lanes import add_lanes
-from ._params import MAX_SAMPLES, launch_plan
+from ._params import MAX_SAMPLES, launch_plan, positive_int
+from ._plan import DEFAULT
 from ._stages import FrameBuffers
 
 if TYPE_CHECKING:
     from ..scheduler import FrameResult
 
-__all__ = ["PROGRESS_SAMPLES_PER_LAUNCH", "render_still"]
+__all__ = ["PROGRESS_SAMPLES_PER_LAUNCH", "StillFrames", "render_still"]
 
 #: Samples per launch of a still when a progress callback is given and the options say 0.
 PROGRESS_SAMPLES_PER_LAUNCH = 16
@@ -50,7 +56,9 @@ def render_still(pipeline: Any, first: int, total: int, progress: Callable[[int]
     plan = pipeline._plan
     views = pipeline.views.count if pipeline.views is not None else None
     lanes = 1 if stages else pipeline.still_lanes(total)
-    with scheduler.frame() as frame:
+    with scheduler.frame(graph=False) as frame:  # launches with parameters of their own: never a graph
+        for stage in pipeline.stages if stages else ():
+            stage.prepare(frame, (opts.height, opts.width))  # a refusal before any launch
         handle = pipeline.order(frame)
         pipeline.device_scene.compact(frame.stream, wait=True)  # offline: waiting for the size costs nothing here
         plane = (opts.height, opts.width, 4)
@@ -115,3 +123,58 @@ def _report(pipeline: Any, launches: list[tuple[int, GpuSpan]], progress: Any) -
         if progress is not None:
             progress(samples)
     pipeline.last_render_ms = gpu_ms
+
+
+class StillFrames:
+    """The still methods of a render pipeline (a base class of :class:`~optixasync.render.RenderPipeline`)."""
+
+    # what the pipeline provides
+    _options: Any
+    _plan: Any
+    readback: tuple[str, ...]
+
+    def render(self, spp: int | None = None, progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Render ``spp`` samples per pixel (default ``options.spp``) and return the linear RGB mean.
+
+        Waits for the image: that is the point of the call. One frame of the pipeline's scheduler, ordered
+        after the set-up and the structure's last refit, with an accumulation of its own (the progressive one
+        is left alone). The samples go in launches of ``options.samples_per_launch`` (0: all in one, or 16 per
+        launch with ``progress``), all enqueued before the first wait, so the GPU never idles between them;
+        ``progress(samples_done)`` is called as each one finishes.
+
+        Returns
+        -------
+        numpy.ndarray
+            (height, width, 3) float32, row 0 at the top.
+        """
+        total = self._options.spp if spp is None else positive_int("spp", spp)
+        with render_still(self, 0, total, progress) as result:
+            return result["sums"][..., :3] / np.float32(total)
+
+    def render_sums(self, first_sample: int, spp: int) -> np.ndarray:
+        """Render the absolute samples ``first_sample`` ... ``first_sample + spp - 1`` and return their sums.
+
+        The building block of splitting one image over several GPUs: the random numbers of a sample depend only
+        on (seed, pixel, absolute sample index), so disjoint ranges rendered anywhere add up to the image
+        :meth:`render` gives for their union, up to the order of the float32 additions.
+
+        Returns
+        -------
+        numpy.ndarray
+            (height, width, 4) float32, row 0 at the top: the RGB sums of the range's samples, then the number of
+            its samples that were NaN or Inf and dropped. Divide by the total sample count.
+        """
+        first = as_int("first_sample", first_sample, 0)
+        with render_still(self, first, positive_int("spp", spp), None) as result:
+            return np.array(result["sums"])
+
+    def still(self, spp: int | None = None, progress: Callable[[int], None] | None = None, *,
+              readback: Any = DEFAULT) -> FrameResult:
+        """A still with the stages run on its mean: the frame's result (``result["sums"]`` and ``readback``).
+
+        As :meth:`render`, but the launches also write what the stages need, the stages run once after the
+        last launch (a denoised still), and the result is the frame's: release it (``with result:``).
+        """
+        total = self._options.spp if spp is None else positive_int("spp", spp)
+        names = self._plan.check_readback(self.readback if readback is DEFAULT else readback, staged=True)
+        return render_still(self, 0, total, progress, stages=True, readback=names)

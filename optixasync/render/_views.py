@@ -51,7 +51,8 @@ from ..scene import Camera
 from ..validation import dlpack_device
 from ._layout import VIEW_RECORD
 
-__all__ = ["CONVENTIONS", "MAX_VIEWS", "VIEW_CAMERA", "VIEW_ORTHOGRAPHIC", "VIEW_PINHOLE", "Views", "view_worlds"]
+__all__ = ["CONVENTIONS", "MAX_VIEWS", "VIEW_CAMERA", "VIEW_ORTHOGRAPHIC", "VIEW_PINHOLE", "Views",
+           "check_pinhole_cameras", "view_worlds"]
 
 #: ``ViewKind`` values (``kernels/pathtracer/view_records.h``).
 VIEW_CAMERA, VIEW_PINHOLE, VIEW_ORTHOGRAPHIC = 0, 1, 2
@@ -79,7 +80,8 @@ def _host_poses(poses: Any, count: int | None) -> np.ndarray:
     r = p[:, :3, :3]
     error = np.abs(np.einsum("bji,bjk->bik", r, r) - np.eye(3)).max()
     if error > 1e-4:
-        raise ValueError(f"poses must have orthonormal rotations (no scale or shear): R^T R differs from I by {error:.3g}")
+        raise ValueError(f"poses must have orthonormal rotations (no scale or shear): R^T R differs from I by "
+                         f"{error:.3g}")
     return p[:, :3, :4]
 
 
@@ -105,6 +107,15 @@ def _intrinsics(intrinsics: Any, count: int, pixel_centers: float) -> np.ndarray
     out = k.copy()
     out[:, 2:] += 0.5 - float(pixel_centers)
     return out
+
+
+def check_pinhole_cameras(cameras: Sequence[Camera], name: str) -> None:
+    """Raise ValueError naming ``name`` if one of ``cameras`` is orthographic (not a batch's camera view yet)."""
+    for k, camera in enumerate(cameras):
+        if camera.orthographic:
+            raise ValueError(f"{name}: camera {k} is orthographic, which a batch of views does not render as a camera "
+                             "view yet (its outputs beyond image, radiance, albedo and normal, its lanes); describe it "
+                             "with Views.orthographic([fx, fy, cx, cy], poses) instead")
 
 
 def view_worlds(views: Views | None, count: int, worlds: int) -> np.ndarray:
@@ -209,10 +220,20 @@ class Views:
 
     @classmethod
     def cameras(cls, cameras: Sequence[Camera] | Camera, *, worlds: Any = None, seeds: Any = None) -> Views:
-        """Views of :class:`~optixasync.scene.Camera` objects (their rays are the single-camera raygen's)."""
+        """Views of pinhole :class:`~optixasync.scene.Camera` objects (their rays are the single-camera raygen's).
+
+        Raises
+        ------
+        TypeError
+            If an element is not a Camera.
+        ValueError
+            On an orthographic Camera (its parallel rays and far plane are not a batch's camera view yet: describe
+            it with :meth:`orthographic`).
+        """
         cams = [cameras] if isinstance(cameras, Camera) else list(cameras)
         if not cams or not all(isinstance(c, Camera) for c in cams):
             raise TypeError("cameras must be optixasync.scene.Camera objects")
+        check_pinhole_cameras(cams, "cameras")
         return cls(np.full(len(cams), VIEW_CAMERA), np.zeros((len(cams), 4)), None, 0, cameras=cams, worlds=worlds,
                    seeds=seeds)
 

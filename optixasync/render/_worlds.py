@@ -180,7 +180,8 @@ class WorldLayout:
             column = records[:, m]
             column["to_world"] = to_world[None] + shifts
             column["normal_to_world"] = normal
-            column["flags"] = (int(base[m]["flags"]) & ~MESH_MIRRORED) | MESH_INSTANCED | (MESH_MIRRORED if mirrored else 0)
+            flags = (int(base[m]["flags"]) & ~MESH_MIRRORED) | MESH_INSTANCED
+            column["flags"] = flags | (MESH_MIRRORED if mirrored else 0)
             records[:, m] = column
         return records.reshape(-1)
 

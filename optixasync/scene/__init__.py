@@ -1,6 +1,6 @@
 """Scenes for the path tracer: materials, textures, triangle meshes, shapes, lights, the camera, built-in scenes.
 
-Plain host-side data (numpy); :class:`optixasync.render.PathTracer` turns a
+Plain host-side data (numpy); :class:`optixasync.render.RenderPipeline` turns a
 :class:`Scene` into an acceleration structure and device records. The file
 readers (glTF, OBJ, textures, environment maps) treat files as untrusted:
 they read only inside an asset's folder and check every count against
@@ -9,23 +9,23 @@ they read only inside an asset's folder and check every count against
 
 from __future__ import annotations
 
-from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, bsdf_index, register_bsdf
-from ._camera import DEFAULT_FOV, Camera
-from ._cloth import CLOTH_WAVES, ClothAnimation, cloth_indices
-from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
+from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, register_bsdf
+from ._camera import DEFAULT_FOV, PROJECTIONS, Camera, CameraBasis
+from ._cloth import ClothAnimation
+from ._cornell import cornell_box
 from ._environment import Environment
 from ._environment_files import ENVIRONMENT_SUFFIXES, load_environment
 from ._frames import framing_camera, generate_tangents
 from ._gltf import (
     GLTF_EXTENSIONS,
     SCENE_SUFFIXES,
+    WATTS_PER_LUMEN,
     GltfAnimation,
     GltfAsset,
     GltfCamera,
-    GltfChannel,
     GltfInstance,
     GltfLight,
-    GltfSampler,
+    NodeAnimation,
     load_gltf,
     load_scene,
     read_gltf,
@@ -34,25 +34,18 @@ from ._lights import DirectionalLight, PointLight, SpotLight
 from ._limits import LoadLimits
 from ._load import (
     MESH_SUFFIXES,
-    check_mesh_path,
     cornell_room,
     fit_matrix,
     fit_to_box,
     load_into_cornell_box,
     load_mesh,
 )
-from ._material import ALPHA_MODES, Material
+from ._material import ALPHA_MODES, SIDEDNESS, Material
 from ._materials_scene import (
     COPPER_ETA,
     COPPER_K,
     GOLD_ETA,
     GOLD_K,
-    SUN_DIRECTION,
-    bumps_normal_map,
-    checker_texture,
-    leaf_quad,
-    leaf_texture,
-    material_environment,
     material_scene,
 )
 from ._mesh import Mesh, cube, rectangle, sphere
@@ -65,21 +58,15 @@ __all__ = [
     "COPPER_K",
     "GOLD_ETA",
     "GOLD_K",
-    "SUN_DIRECTION",
-    "bumps_normal_map",
-    "checker_texture",
-    "leaf_quad",
-    "leaf_texture",
-    "material_environment",
     "material_scene",
     "GLTF_EXTENSIONS",
     "GltfAnimation",
     "GltfAsset",
     "GltfCamera",
-    "GltfChannel",
     "GltfInstance",
     "GltfLight",
-    "GltfSampler",
+    "NodeAnimation",
+    "WATTS_PER_LUMEN",
     "LoadLimits",
     "SCENE_SUFFIXES",
     "framing_camera",
@@ -89,9 +76,9 @@ __all__ = [
     "load_scene",
     "read_gltf",
     "ALPHA_MODES",
+    "SIDEDNESS",
     "BsdfFamily",
     "MATERIAL_PARAMS",
-    "bsdf_index",
     "bsdf_families",
     "bsdf_family",
     "register_bsdf",
@@ -104,13 +91,10 @@ __all__ = [
     "load_environment",
     "load_texture",
     "MESH_SUFFIXES",
-    "CORNELL_COLORS",
-    "CORNELL_LIGHT_RADIANCE",
-    "CORNELL_MAX_DEPTH",
-    "CORNELL_TRANSFORMS",
     "Camera",
+    "CameraBasis",
+    "PROJECTIONS",
     "ClothAnimation",
-    "CLOTH_WAVES",
     "DEFAULT_FOV",
     "Material",
     "PointLight",
@@ -118,8 +102,6 @@ __all__ = [
     "DirectionalLight",
     "Mesh",
     "Scene",
-    "check_mesh_path",
-    "cloth_indices",
     "cornell_box",
     "cornell_room",
     "cube",

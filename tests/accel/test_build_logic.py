@@ -35,10 +35,13 @@ class FakeEvent:
 
 
 class FakeApi:
-    """The OptiX calls of a build; ``fail`` makes ``optixAccelBuild`` refuse."""
+    """The OptiX calls of a build; ``fail`` makes ``optixAccelBuild`` refuse; its builds may be captured."""
+
+    builds_replay = True
 
     def __init__(self) -> None:
         self.fail = False
+        self.builds = 0
         self._handles = itertools.count(0x100)
 
     def optixAccelComputeMemoryUsage(self, ctx, options, structs, count, sizes):
@@ -49,6 +52,7 @@ class FakeApi:
                         emit, emit_count):
         if self.fail:
             return 7001
+        self.builds += 1
         handle._obj.value = next(self._handles)
         return 0
 
@@ -221,6 +225,27 @@ def test_a_library_array_of_another_device_is_refused_before_the_build(ctx):
     on_device_0 = _view(0x10000, (3, 3), np.dtype(np.float32), _Owner(object()), 0)
     assert gas._device_array(on_device_0, ctx.stream, "vertices", np.float32) is on_device_0
 
+
+
+def test_a_build_api_that_cannot_be_captured_refuses_the_refit_before_calling_optix(ctx):
+    from optixasync.accel._base import BUILD_NOT_CAPTURABLE
+    from optixasync.cuda._capture import Capture, _active
+    from optixasync.errors import GraphCaptureError
+
+    accel = StandInAccel(ctx, {"allow_update": True})
+    handle = ctx.stream.ptr
+    ctx.api.builds_replay = False
+    _active[handle] = Capture(handle)
+    try:
+        builds = ctx.api.builds
+        with pytest.raises(GraphCaptureError) as refused:
+            accel._build(t.BuildOperation.UPDATE, ctx.stream)
+        assert refused.value.reason == BUILD_NOT_CAPTURABLE and ctx.api.builds == builds
+    finally:
+        del _active[handle]
+        ctx.api.builds_replay = True
+    accel._build(t.BuildOperation.UPDATE, ctx.stream)  # outside the capture it refits
+    assert ctx.api.builds == builds + 1
 
 
 def test_a_refit_captured_into_a_graph_counts_and_checks_itself_at_every_launch(ctx):

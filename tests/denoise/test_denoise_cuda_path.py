@@ -205,3 +205,12 @@ def test_a_bad_stream_is_refused_by_name(bad, error):
 
     with pytest.raises(error, match=r"^stream: "):
         stream_handle(bad)
+
+
+def test_an_oidn_build_without_the_cuda_device_raises_the_typed_error(emulated, monkeypatch) -> None:
+    from optixasync.denoise import DenoiseError, DeviceUnsupportedError
+
+    monkeypatch.setattr(load_library(), "oidnIsCUDADeviceSupported", lambda device_id: False)
+    with pytest.raises(DeviceUnsupportedError, match="does not support CUDA device 0") as refused:
+        Denoiser(32, 32, device="cuda", device_id=0, stream=FakeStream(non_blocking=True))
+    assert isinstance(refused.value, DenoiseError)  # callers catching the base class still do

@@ -167,3 +167,25 @@ def test_a_step_does_not_wait_on_the_host(ctx):
         assert time.perf_counter() - start < 0.1
         for lease in leases:
             lease.release()
+
+
+def test_a_batch_with_frame_graphs_on_runs_eagerly_with_the_same_outputs(ctx):
+    """Graphs asked for: a batch's frames say why they run eagerly, and write what they write with graphs off."""
+    from optixasync.render._graphs import BATCHED
+
+    def frames(graphs: bool) -> tuple[list, dict]:
+        with RenderPipeline(ctx, plane_scene(), RenderOptions(width=W, height=H, jitter=False, max_depth=2),
+                            views=Views.pinhole([FX, FY, CX, CY], poses(2)), outputs=("radiance", "depth"),
+                            graphs=graphs) as p:
+            out = []
+            for result in p.frames(3):
+                with result:
+                    out.append({name: np.array(result[name]) for name in ("radiance", "depth")})
+            return out, p.scheduler.stats.graphs.as_dict()
+
+    eager, _ = frames(False)
+    asked, counts = frames(True)
+    assert counts["replays"] == 0 and counts["eager_reasons"].get(BATCHED, 0) == 3, counts
+    for a, b in zip(eager, asked, strict=True):
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])

@@ -32,6 +32,7 @@ from optixasync.render import (
 )
 from optixasync.render._device_outputs import OutputLeases
 from optixasync.render._device_worlds import PLACE_SOURCE, DeviceWorlds
+from optixasync.render._graphs import BATCHED
 from optixasync.render._lanes import ADD_LANES_SOURCE, lane_count
 from optixasync.render._layout import OUTPUT_RECORD, PATH_PARAMS
 from optixasync.render._path import COMPILE_OPTIONS
@@ -123,6 +124,30 @@ def test_outputs_beyond_the_colour_take_a_batch_of_the_camera(gpu):
     assert frame.launches[0].batch is None  # the colour alone: the single-camera raygen
 
 
+def test_a_batch_frame_asked_for_as_a_graph_runs_eagerly_and_says_why(gpu):
+    p = pipeline(views=views(2), outputs=("radiance", "depth"))
+    with p.scheduler.frame() as frame:
+        p.record(frame, 1, graph=True)
+    assert frame.eager_reason == BATCHED and frame.work is None  # enqueued at record, not left for a capture
+    assert len(frame.launches) == 1 and frame.launches[0].batch.views == 2
+
+
+def test_an_orthographic_camera_is_no_view_of_a_batch_yet(gpu):
+    ortho = Camera.orthographic_at((0, 1, 4), (0, 1, 0), xmag=1.0, ymag=1.0)
+    with pytest.raises(ValueError, match="cameras: camera 1 is orthographic"):
+        Views.cameras([cornell_box().camera, ortho])
+    scene = cornell_box()
+    scene.camera = ortho
+    with pytest.raises(ValueError, match="the scene's camera: camera 0 is orthographic"):
+        RenderPipeline(Untouchable(), scene, RenderOptions(width=W, height=H), outputs=("image", "depth"))
+    p = pipeline(outputs=("image", "depth"))
+    with p.scheduler.frame() as frame, pytest.raises(ValueError, match="camera: camera 0 is orthographic"):
+        p.record(frame, 1, camera=ortho)
+    assert frame.launches == [] and p.samples_done == 0  # refused before its launch
+    plain = pipeline(scene=scene, options=RenderOptions(width=W, height=H, spp=8, sample_lanes=0))
+    assert plain.still_lanes(8) == 1  # the single-camera raygen keeps an orthographic camera's still
+
+
 def test_views_records_follow_the_views_and_their_poses(gpu):
     p = pipeline(views=views(2, seeds=[3, 4]), outputs=("radiance",))
     ctx = p.ctx
@@ -143,18 +168,23 @@ def test_views_records_follow_the_views_and_their_poses(gpu):
 
 
 def test_a_small_still_is_spread_over_lanes_of_one_sample(gpu):
-    p = pipeline(options=RenderOptions(width=W, height=H, spp=40))
+    off = pipeline(options=RenderOptions(width=W, height=H, spp=40))  # lanes are asked for: off by default
+    np.testing.assert_array_equal(off.render(), RADIANCE)
+    (frame,) = off.scheduler.frames
+    assert [(la.spp, la.lanes, la.batch) for la in frame.launches] == [(40, 1, None)]
+    assert frozenset({"+views"}) not in FakeIntegrator.instances[-1].variants
+    p = pipeline(options=RenderOptions(width=W, height=H, spp=40, sample_lanes=0))
     linear = p.render()
     np.testing.assert_array_equal(linear, RADIANCE)
     (frame,) = p.scheduler.frames
     lanes = lane_count(W, H, 1, 40)
     assert lanes == 40  # one lane per sample: every sample in one launch
     assert [(la.spp, la.lanes, la.accumulate) for la in frame.launches] == [(40, 40, False)]
-    p = pipeline(options=RenderOptions(width=W, height=H, spp=150))
+    p = pipeline(options=RenderOptions(width=W, height=H, spp=150, sample_lanes=0))
     np.testing.assert_array_equal(p.render(), RADIANCE)
     (frame,) = p.scheduler.frames
     assert [la.lanes for la in frame.launches] == [64, 64, 22] and [la.offset for la in frame.launches] == [0, 64, 128]
-    big = pipeline(options=RenderOptions(width=1024, height=1024, spp=4))
+    big = pipeline(options=RenderOptions(width=1024, height=1024, spp=4, sample_lanes=0))
     assert big.still_lanes(4) == 1 and frozenset({"+views"}) not in FakeIntegrator.instances[-1].variants
 
 
