@@ -10,6 +10,8 @@
 
 // Defined in environment.h, with the functions that read it.
 struct EnvironmentRecord;
+// Defined in shapes.h: spheres and curves.
+struct ShapeRecord;
 
 enum MeshFlags : unsigned int {
     MESH_TWO_SIDED = 1u << 0,  // reflect on both sides (else black seen from the back)
@@ -105,6 +107,8 @@ struct SceneRecord {
     unsigned int num_lights;
     float environment_probability;   // the environment's selection probability (0 without one)
     unsigned int instanced;          // 1: handle is an IAS whose instance ids are mesh indices; 0: one GAS
+    unsigned int num_shapes;         // entries of shapes
+    const ShapeRecord* shapes;       // spheres and curves (shapes.h), or null; with any, the handle is an IAS
 };
 
 struct PathTracerParams {

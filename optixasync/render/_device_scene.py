@@ -4,8 +4,9 @@
 device memory through the scene tables (:mod:`._tables`, one code path with
 the host build of the kernel) and builds what rays are traced against: one
 GAS (build input ``i`` = mesh ``i``; cut-out meshes with their any-hit
-program enabled) or, when meshes are instanced, one GAS per distinct
-geometry under an instance structure (not compacted). It knows nothing of
+program enabled) or, when meshes are instanced or the scene has spheres or
+curves, one GAS per distinct mesh geometry and one per shape kind
+(:mod:`._shape_accel`) under an instance structure (not compacted). It knows nothing of
 images, samples or programs: integrators launch over its
 :attr:`DeviceScene.record` and take the number of hit records it needs.
 
@@ -40,6 +41,7 @@ from ..cuda import Readiness, as_cupy_stream
 from ..scene import Scene
 from ._emitters import EmitterTable, build_emitter_table, is_light_sampled
 from ._placement import DevicePlacement
+from ._shape_accel import check_scene_shapes, shape_instances
 from ._tables import SceneTables
 
 if TYPE_CHECKING:
@@ -52,19 +54,21 @@ def check_scene(scene: Any) -> Scene:
     """``scene`` if it is a renderable :class:`Scene`; TypeError/ValueError otherwise."""
     if not isinstance(scene, Scene):
         raise TypeError(f"scene must be an optixasync.scene.Scene, got {type(scene).__name__}")
-    if not scene.meshes:
-        raise ValueError("the scene has no meshes: there is nothing to render")
+    if not scene.meshes and not scene.shapes:
+        raise ValueError("the scene has no meshes and no shapes (spheres, curves): there is nothing to render")
     from ..scene import Environment
 
     if scene.environment is not None and not isinstance(scene.environment, Environment):
         raise TypeError(f"scene environment must be an Environment or None, got {type(scene.environment).__name__}")
     for k, mesh in enumerate(scene.meshes):  # meshes are mutable: their material may have changed since
         mesh.check_material(f"mesh {k} ({mesh.name!r})")
+    check_scene_shapes(scene)
     punctual = _check_lights(scene)
-    if not scene.emitters and not punctual and (scene.environment is None or not scene.environment.power > 0):
-        raise ValueError("the scene has no light: no emissive mesh, no light in scene.lights and no environment, "
-                         "or a black one (give a material an emission, add a light, or set scene.environment to "
-                         "an Environment with radiance)")
+    glowing = scene.emitters or any(shape.is_emissive for shape in scene.shapes)
+    if not glowing and not punctual and (scene.environment is None or not scene.environment.power > 0):
+        raise ValueError("the scene has no light: no emissive mesh or shape, no light in scene.lights and no "
+                         "environment, or a black one (give a material an emission, add a light, or set "
+                         "scene.environment to an Environment with radiance)")
     if scene.dynamic and scene.instanced:
         raise ValueError("the scene has dynamic meshes and instanced meshes (with a transform): refits need one "
                          "GAS for the whole scene, instances an instance structure; give the instances world-space "
@@ -120,18 +124,24 @@ class DeviceScene:
     tables : SceneTables
         Geometry, materials and lights, placed in device memory.
     accel : GeometryAccel or InstanceAccel
-        Without instanced meshes: one GAS, build input ``i`` = mesh ``i``; built with ``allow_update`` when a
-        mesh is dynamic, with ``allow_compaction`` otherwise. With instanced meshes (a :attr:`Mesh.transform`):
-        an instance structure over every mesh, instance id = mesh index.
+        Without instanced meshes or shapes: one GAS, build input ``i`` = mesh ``i``; built with ``allow_update``
+        when a mesh is dynamic, with ``allow_compaction`` otherwise. With instanced meshes (a
+        :attr:`Mesh.transform`) or shapes: an instance structure over every mesh (instance id = mesh index) and
+        one GAS per shape kind (instance id = the table index of its first shape).
     geometries : list of GeometryAccel
-        The GAS: ``[accel]`` without instances, else one per distinct geometry (instances that share their
-        arrays share one).
+        The GAS: ``[accel]`` without instances, else one per distinct mesh geometry (instances that share their
+        arrays share one) and one per shape kind.
     instanced : bool
+        Whether :attr:`accel` is an instance structure.
     emitters : EmitterTable
         The emitter table as built on the host (the device's copy has every pdf times its selection probability).
     hit_records : int
-        Hit-group records an integrator's SBT needs: one per build input of the one GAS, or 1 for instances
-        (their GAS have one input each and SBT offset 0; the hit programs find the mesh from the instance id).
+        Hit-group records an integrator's SBT needs: one per build input of the one GAS, or, with instances, 1
+        for the meshes (their GAS have one input each and SBT offset 0; the hit programs find the mesh from the
+        instance id) and one per shape (its kind's GAS has SBT offset the kind's first record).
+    hit_kinds : tuple of str
+        The primitive kind of each hit record: ``"triangle"``, ``"sphere"`` or a curve kind (the hit group an
+        integrator puts there).
     ready : Readiness
         The end of the set-up; :meth:`order` puts a stream after it and after the structure's last operation.
     stream : cupy.cuda.Stream
@@ -141,7 +151,7 @@ class DeviceScene:
     def __init__(self, ctx: Context, scene: Scene, stream: Any, emitters: EmitterTable | None = None) -> None:
         self.ctx = ctx
         self.scene = check_scene(scene)
-        self.instanced = bool(scene.instanced)
+        self.instanced = bool(scene.instanced) or bool(scene.shapes)
         self.stream = stream = as_cupy_stream(stream)
         if emitters is None:
             emitters = host_emitter_table(scene)  # before any GPU work: zero emissive area raises here
@@ -153,7 +163,10 @@ class DeviceScene:
             self._placement.release()
             raise
         self.emitters = self.tables.lights.emitters
-        self.hit_records = 1 if self.instanced else len(scene.meshes)
+        shapes = self.tables.shapes
+        self.hit_kinds = (("triangle",) + tuple(kind for kind, _, count in shapes.groups for _ in range(count))
+                          if self.instanced else ("triangle",) * len(scene.meshes))
+        self.hit_records = len(self.hit_kinds)
         self._record = self.tables.record.copy()
         self.ready = Readiness()
         self.ready.record(stream)  # later streams wait for the set-up on the GPU, never the host
@@ -164,7 +177,8 @@ class DeviceScene:
 
         Without instances: one GAS, build input ``k`` = mesh ``k`` (refittable when a mesh is dynamic, else
         compactable). With instances: one GAS per distinct geometry (vertices and indices arrays, and whether
-        its any-hit program runs) and an instance structure over all meshes, instance id = mesh index.
+        its any-hit program runs) and an instance structure over all meshes, instance id = mesh index; and the
+        shapes' GAS and instances (:func:`~._shape_accel.shape_instances`).
         """
         scene, geometry = self.scene, self.tables.geometry
         cutout = [m.material.alpha_mode != "opaque" for m in scene.meshes]
@@ -184,7 +198,14 @@ class DeviceScene:
                                                                      any_hit=cutout[k])], stream=stream)
             placement = mesh.transform if mesh.transform is not None else np.eye(3, 4)
             instances.append(Instance(shared[key], placement, instance_id=k))
-        return InstanceAccel(self.ctx, instances, stream=stream), list(shared.values())
+        shape_gas, shape_placed = shape_instances(self.ctx, self.tables.shapes, 1, stream)
+        try:
+            accel = InstanceAccel(self.ctx, instances + shape_placed, stream=stream)
+        except BaseException:
+            for gas in [*shared.values(), *shape_gas]:
+                gas.close()
+            raise
+        return accel, [*shared.values(), *shape_gas]
 
     # -- what integrators read ----------------------------------------------------------------------------------
     @property

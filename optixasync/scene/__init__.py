@@ -1,4 +1,5 @@
-"""Scenes for the path tracer: materials, textures, triangle meshes, shapes, lights, the camera, built-in scenes.
+"""Scenes for the path tracer: materials, textures, triangle meshes, spheres and curves, lights, the camera, built-in
+scenes.
 
 Plain host-side data (numpy); :class:`optixasync.render.PathTracer` turns a
 :class:`Scene` into an acceleration structure and device records. The file
@@ -13,6 +14,7 @@ from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, bsdf
 from ._camera import DEFAULT_FOV, Camera
 from ._cloth import CLOTH_WAVES, ClothAnimation, cloth_indices
 from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
+from ._curves import CURVE_DEGREES, Curves, strand_segments
 from ._environment import Environment
 from ._environment_files import ENVIRONMENT_SUFFIXES, load_environment
 from ._frames import framing_camera, generate_tangents
@@ -58,6 +60,7 @@ from ._materials_scene import (
 from ._mesh import Mesh, cube, rectangle, sphere
 from ._obj import load_obj
 from ._scene import Scene
+from ._spheres import Spheres
 from ._texture import TEXTURE_FILTERS, TEXTURE_WRAPS, Texture, TextureTransform, load_texture
 
 __all__ = [
@@ -108,8 +111,10 @@ __all__ = [
     "CORNELL_LIGHT_RADIANCE",
     "CORNELL_MAX_DEPTH",
     "CORNELL_TRANSFORMS",
+    "CURVE_DEGREES",
     "Camera",
     "ClothAnimation",
+    "Curves",
     "CLOTH_WAVES",
     "DEFAULT_FOV",
     "Material",
@@ -118,6 +123,7 @@ __all__ = [
     "DirectionalLight",
     "Mesh",
     "Scene",
+    "Spheres",
     "check_mesh_path",
     "cloth_indices",
     "cornell_box",
@@ -129,4 +135,5 @@ __all__ = [
     "load_mesh",
     "rectangle",
     "sphere",
+    "strand_segments",
 ]

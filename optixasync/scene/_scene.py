@@ -1,4 +1,5 @@
-"""A scene: meshes, lights and a camera. Plain host data; the renderer turns it into GPU structures."""
+"""A scene: meshes, shapes (spheres, curves), lights and a camera. Plain host data; the renderer turns it into GPU
+structures."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from ._camera import Camera
 from ._environment import Environment
 from ._mesh import Mesh
+from ._shape_kinds import check_shape, is_shape
 
 __all__ = ["Scene"]
 
@@ -31,35 +33,48 @@ class Scene:
         :class:`DirectionalLight`, or a kind of one's own with a light type
         registered in the renderer). Emissive meshes and the environment are
         the scene's other light sources.
+    shapes : list
+        Primitives beside the triangle meshes: :class:`Spheres` (point
+        clouds) and :class:`Curves` (hair, fibres), shaded with the
+        same materials. Emissive shapes light the scene through BSDF
+        sampling only (they are not light-sampled).
 
     Raises
     ------
     TypeError
-        On a mesh that is not a :class:`Mesh` or a camera that is not a :class:`Camera`.
+        On a mesh that is not a :class:`Mesh`, a shape that is not a :class:`Spheres` or :class:`Curves`, or
+        a camera that is not a :class:`Camera`.
     """
 
     meshes: list[Mesh] = field(default_factory=list)
     camera: Camera = field(default_factory=lambda: Camera((0.0, 0.0, 3.9), (0.0, 0.0, 0.0)))
     environment: Environment | None = None
     lights: list[Any] = field(default_factory=list)
+    shapes: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.meshes = list(self.meshes)
         self.lights = list(self.lights)
+        self.shapes = list(self.shapes)
         for k, mesh in enumerate(self.meshes):
             if not isinstance(mesh, Mesh):
                 raise TypeError(f"scene mesh {k} must be a Mesh, got {type(mesh).__name__}")
+        for k, shape in enumerate(self.shapes):
+            check_shape(shape, f"scene shape {k}")
         if not isinstance(self.camera, Camera):
             raise TypeError(f"scene camera must be a Camera, got {type(self.camera).__name__}")
         if self.environment is not None and not isinstance(self.environment, Environment):
             raise TypeError(f"scene environment must be an Environment or None, got {type(self.environment).__name__}")
 
-    def add(self, mesh: Mesh) -> Mesh:
-        """Append ``mesh`` and return it."""
-        if not isinstance(mesh, Mesh):
-            raise TypeError(f"expected a Mesh, got {type(mesh).__name__}")
-        self.meshes.append(mesh)
-        return mesh
+    def add(self, item: Any) -> Any:
+        """Append a :class:`Mesh` to the meshes, or spheres or curves to the shapes; return it."""
+        if is_shape(item):
+            self.shapes.append(check_shape(item, "the shape"))
+            return item
+        if not isinstance(item, Mesh):
+            raise TypeError(f"expected a Mesh, Spheres or Curves, got {type(item).__name__}")
+        self.meshes.append(item)
+        return item
 
     @property
     def emitters(self) -> list[int]:

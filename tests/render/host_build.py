@@ -67,17 +67,19 @@ def aligned(array: np.ndarray, alignment: int = 16) -> np.ndarray:
     return out
 
 
-def build_pathtracer_library(build: Path, variants=(0, 1, 15), families=None, types=None) -> ctypes.CDLL:
+def build_pathtracer_library(build: Path, variants=(0, 1, 15), families=None, types=None, *,
+                             shapes: bool = False) -> ctypes.CDLL:
     """The host build of the path tracer's generated program (the registered families and types by default).
 
     ``oa_host_launch(params, triangle counts, mesh count, threads, variant)`` runs the raygen of ``variant`` (an
-    ``OUTPUT_*`` mask among ``variants``).
+    ``OUTPUT_*`` mask among ``variants``); it returns -1 for a scene with spheres or curves unless the program was
+    built for them (``shapes``: the program a scene with shapes compiles, ``OA_SHAPES``).
     """
     from optixasync.render._source import pathtracer_source
 
     build = Path(build)
     build.mkdir(parents=True, exist_ok=True)
-    source = pathtracer_source(variants, families, types, host=True)
+    source = pathtracer_source(variants, families, types, host=True, shapes=shapes)
     (build / "program.cu").write_text(source.text)
     lib = build_host_library("pathtracer_host.cpp", build, '-DOA_PROGRAM_SOURCE="program.cu"', f"-I{build}",
                              *(f"-I{d}" for d in source.include_dirs))
@@ -195,7 +197,11 @@ class HostTracer:
         fill_params(params, options=self.options, camera=self.scene.camera, accum=self.accum.ctypes.data,
                     scene=self.record, sample_offset=sample_offset, spp=spp,
                     image=self.image.ctypes.data if variant & IMAGE else 0, outputs=outputs)
-        self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS, variant)
+        status = self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS,
+                                         variant)
+        if status != 0:
+            raise RuntimeError("the host kernel refused the launch: a scene with spheres or curves needs the library "
+                               "built with build_pathtracer_library(..., shapes=True)")
 
     def render(self, spp: int, per_launch: int | None = None, variant: int = IMAGE) -> np.ndarray:
         per_launch = per_launch or spp
