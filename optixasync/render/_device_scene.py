@@ -41,7 +41,7 @@ from ..cuda import Readiness, as_cupy_stream
 from ..scene import Scene
 from ._emitters import EmitterTable, build_emitter_table, is_light_sampled
 from ._placement import DevicePlacement
-from ._shape_accel import check_scene_shapes, shape_instances
+from ._shape_accel import check_scene_shapes, hit_kinds, shape_instances
 from ._tables import SceneTables
 
 if TYPE_CHECKING:
@@ -163,9 +163,7 @@ class DeviceScene:
             self._placement.release()
             raise
         self.emitters = self.tables.lights.emitters
-        shapes = self.tables.shapes
-        self.hit_kinds = (("triangle",) + tuple(kind for kind, _, count in shapes.groups for _ in range(count))
-                          if self.instanced else ("triangle",) * len(scene.meshes))
+        self.hit_kinds = hit_kinds(self.instanced, len(scene.meshes), self.tables.shapes)
         self.hit_records = len(self.hit_kinds)
         self._record = self.tables.record.copy()
         self.ready = Readiness()

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from ..program import Module
     from ._primitives import ShapeTable
 
-__all__ = ["SHAPE_ACCEL_OPTIONS", "ShapeHitGroups", "check_scene_shapes", "shape_inputs", "shape_instances",
-           "shape_pipeline_options"]
+__all__ = ["SHAPE_ACCEL_OPTIONS", "ShapeHitGroups", "check_scene_shapes", "hit_kinds", "shape_inputs",
+           "shape_instances", "shape_pipeline_options"]
 
 #: Build options of the shapes' GAS (the built-in modules are asked for with their build flags). The kernel reads
 #: its own copy of the spheres and control points, so the structures need no random vertex access.
@@ -67,6 +67,18 @@ def check_scene_shapes(scene: Scene) -> None:
         raise ValueError("the scene has dynamic meshes and shapes (spheres, curves): refits need one GAS for the "
                          "whole scene, shapes an instance structure (one GAS per primitive kind); give the dynamic "
                          "meshes a scene of their own, or make no mesh dynamic")
+
+
+def hit_kinds(instanced: bool, num_meshes: int, table: ShapeTable) -> tuple[str, ...]:
+    """The primitive kind of each hit record of a scene's SBT.
+
+    One GAS traced directly: a triangle record per mesh (its build input). An instance structure: one triangle
+    record for every mesh (instance id = mesh index, SBT offset 0), then one per shape in table order (shape ``k``
+    at record ``1 + k``, the SBT offset of its kind's instance plus its build input).
+    """
+    if not instanced:
+        return ("triangle",) * num_meshes
+    return ("triangle",) + tuple(kind for kind, _, count in table.groups for _ in range(count))
 
 
 def shape_inputs(table: ShapeTable, first: int, count: int) -> list[SphereInput | CurveInput]:
