@@ -55,9 +55,10 @@ __forceinline__ __device__ float3 clamp01(float3 a) {
 // Whether a ray from `start` towards `direction` reaches `distance` (infinity for the environment) unblocked.
 // Shadow rays run the any-hit program of cut-out surfaces and no closest-hit program; only their miss
 // program (miss index 1) marks them visible.
-__forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, float3 direction, float distance) {
+__forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, float3 direction, float distance,
+                                           float time) {
     unsigned int visible[1] = {0u};
-    oa::trace(S.handle, start, direction, 0.0f, distance, 0.0f, 0xFFu,
+    oa::trace(S.handle, start, direction, 0.0f, distance, time, 0xFFu,
               oa::RAY_FLAG_TERMINATE_ON_FIRST_HIT | oa::RAY_FLAG_DISABLE_CLOSESTHIT, 0u, 1u, 1u, visible);
     return visible[0] != 0u;
 }
@@ -75,10 +76,15 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
     bool prev_delta = false;   // whether that sample came from a delta lobe
     float eta_scale = 1.0f;    // product of the relative indices crossed (radiance scaling, for the roulette)
     const float env_probability = S.environment_probability;
+#ifdef OA_MOTION
+    const float time = path_time(S, rng);  // motion blur: every ray of the path at one time of the shutter
+#else
+    const float time = 0.0f;
+#endif
 
     for (unsigned int depth = 1;; ++depth) {
         unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
-        oa::trace(S.handle, origin, direction, 0.0f, 1e16f, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+        oa::trace(S.handle, origin, direction, 0.0f, 1e16f, time, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
         if (hit[2] == NO_HIT) {
             // Light from the environment. Like emission, the camera ray and delta lobes count it fully; any
             // other BSDF-sampled ray shares it with light sampling by the power heuristic.
@@ -95,7 +101,7 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         // The hit point from the primitive's own parameters (hit_surface.h): on a triangle, its barycentrics; not
         // origin + t * direction, whose error grows with the distance travelled (a camera far from a surface near
         // the world's origin put points below the surface by more than offset_ray's margin).
-        const HitSurface h = hit_surface(S, hit, origin, direction);
+        const HitSurface h = hit_surface(S, hit, origin, direction, time);
         const MaterialRecord& material = *h.material;
         const SurfacePoint& sp = h.sp;
         const float cos_out = -dot(sp.ng, direction);  // > 0: the ray arrived on the front (winding) side
@@ -146,7 +152,7 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
                     const float scale = f.scale * light_scale;
                     if (scale > 0.0f) {
                         const float3 start = offset_ray(point, dot(ls.wi, sp.ng) > 0.0f ? sp.ng : -sp.ng);
-                        if (unoccluded(S, start, ls.wi, ls.distance)) {
+                        if (unoccluded(S, start, ls.wi, ls.distance, time)) {
                             radiance = radiance + beta * f.color * ls.radiance * scale;
                         }
                     }

@@ -4,9 +4,10 @@
 device memory through the scene tables (:mod:`._tables`, one code path with
 the host build of the kernel) and builds what rays are traced against: one
 GAS (build input ``i`` = mesh ``i``; cut-out meshes with their any-hit
-program enabled) or, when meshes are instanced or the scene has spheres or
-curves, one GAS per distinct mesh geometry and one per shape kind
-(:mod:`._shape_accel`) under an instance structure (not compacted). It knows nothing of
+program enabled) or, when meshes are instanced, move (motion blur:
+:mod:`._motion`) or the scene has spheres or curves, one GAS per distinct
+mesh geometry and one per shape kind (:mod:`._shape_accel`) under an
+instance structure (not compacted). It knows nothing of
 images, samples or programs: integrators launch over its
 :attr:`DeviceScene.record` and take the number of hit records it needs.
 
@@ -40,9 +41,10 @@ from ..accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, Triang
 from ..cuda import Readiness, as_cupy_stream
 from ..scene import Scene
 from ._emitters import EmitterTable, build_emitter_table, is_light_sampled
+from ._motion import check_scene_motion, moving_structure
 from ._placement import DevicePlacement
 from ._shape_accel import check_scene_shapes, hit_kinds, shape_instances
-from ._tables import SceneTables
+from ._tables import SceneTables, needs_instances
 
 if TYPE_CHECKING:
     from ..cuda import Context
@@ -63,6 +65,7 @@ def check_scene(scene: Any) -> Scene:
     for k, mesh in enumerate(scene.meshes):  # meshes are mutable: their material may have changed since
         mesh.check_material(f"mesh {k} ({mesh.name!r})")
     check_scene_shapes(scene)
+    check_scene_motion(scene)
     punctual = _check_lights(scene)
     glowing = scene.emitters or any(shape.is_emissive for shape in scene.shapes)
     if not glowing and not punctual and (scene.environment is None or not scene.environment.power > 0):
@@ -133,6 +136,8 @@ class DeviceScene:
         arrays share one) and one per shape kind.
     instanced : bool
         Whether :attr:`accel` is an instance structure.
+    moving : bool
+        Whether meshes move (motion blur: the pipeline traces with motion).
     emitters : EmitterTable
         The emitter table as built on the host (the device's copy has every pdf times its selection probability).
     hit_records : int
@@ -151,7 +156,9 @@ class DeviceScene:
     def __init__(self, ctx: Context, scene: Scene, stream: Any, emitters: EmitterTable | None = None) -> None:
         self.ctx = ctx
         self.scene = check_scene(scene)
-        self.instanced = bool(scene.instanced) or bool(scene.shapes)
+        self.instanced = needs_instances(scene)
+        self.moving = bool(scene.moving)
+        self._transforms: list[Any] = []
         self.stream = stream = as_cupy_stream(stream)
         if emitters is None:
             emitters = host_emitter_table(scene)  # before any GPU work: zero emissive area raises here
@@ -190,6 +197,13 @@ class DeviceScene:
         shared: dict[tuple[int, int, bool], GeometryAccel] = {}
         instances = []
         for k, mesh in enumerate(scene.meshes):
+            if mesh.motion is not None:  # its own structure: a motion transform or a motion GAS
+                child, made = moving_structure(self.ctx, scene, self.tables.motions, k, geometry.indices[k],
+                                               geometry.vertices[k], stream)
+                self._transforms += made
+                instances.append(Instance(child, mesh.transform if mesh.transform is not None else np.eye(3, 4),
+                                          instance_id=k))
+                continue
             key = (id(geometry.vertices[k]), id(geometry.indices[k]), cutout[k])
             if key not in shared:
                 shared[key] = GeometryAccel(self.ctx, [TriangleInput(geometry.vertices[k], geometry.indices[k],
@@ -200,7 +214,7 @@ class DeviceScene:
         try:
             accel = InstanceAccel(self.ctx, instances + shape_placed, stream=stream)
         except BaseException:
-            for gas in [*shared.values(), *shape_gas]:
+            for gas in [*shared.values(), *shape_gas, *self._transforms]:
                 gas.close()
             raise
         return accel, [*shared.values(), *shape_gas]
@@ -251,6 +265,6 @@ class DeviceScene:
     def close(self) -> None:
         """Release the structures and the tables (the caller waited for the launches that read them)."""
         self.accel.close()
-        for gas in self.geometries:
+        for gas in [*self.geometries, *self._transforms]:
             gas.close()  # idempotent: without instances, the one GAS is self.accel
         self._placement.release()

@@ -54,7 +54,7 @@ LIGHT_RECORD: np.dtype = struct_dtype([
 SCENE_RECORD: np.dtype = struct_dtype([
     ("meshes", "ptr"), ("lights", "ptr"), ("emitters", "ptr"), ("environment", "ptr"), ("handle", "handle"),
     ("num_lights", "uint"), ("environment_probability", "float"), ("instanced", "uint"), ("num_shapes", "uint"),
-    ("shapes", "ptr"),
+    ("shapes", "ptr"), ("motions", "ptr"), ("shutter_open", "float"), ("shutter_close", "float"),
 ])
 
 #: ``PathTracerParams``: the launch parameters (``params`` in the kernel).

@@ -8,7 +8,9 @@ pipeline of its own and gets its own shader binding table, so that a launch
 carries no code for the outputs it does not write. A scene with spheres or
 curves compiles the program for them (``OA_SHAPES``) and adds a hit group
 per shape kind (:class:`~._shape_accel.ShapeHitGroups`: OptiX's built-in
-intersection module and the shape closest-hit program).
+intersection module and the shape closest-hit program); a scene with moving
+meshes compiles it for motion blur (``OA_MOTION``) and traces with motion
+(:data:`MOTION_PIPELINE_OPTIONS`).
 
 The random numbers of a sample depend only on (seed, pixel, absolute sample
 index) and the kernel adds samples one by one in sample order, so the sums
@@ -41,7 +43,8 @@ if TYPE_CHECKING:
     from ..cuda import Context
     from ._device_scene import DeviceScene
 
-__all__ = ["COMPILE_OPTIONS", "INSTANCED_PIPELINE_OPTIONS", "MODULE_OPTIONS", "PIPELINE_OPTIONS", "PathIntegrator"]
+__all__ = ["COMPILE_OPTIONS", "INSTANCED_PIPELINE_OPTIONS", "MODULE_OPTIONS", "MOTION_PIPELINE_OPTIONS",
+           "PIPELINE_OPTIONS", "PathIntegrator", "pipeline_options"]
 
 #: Pipeline-wide options: 5 payloads (t, primitive, mesh, barycentrics), one GAS traced directly, no exception
 #: checks. Scenes with instanced meshes use :data:`INSTANCED_PIPELINE_OPTIONS`.
@@ -51,6 +54,9 @@ PIPELINE_OPTIONS = PipelineOptions(num_payload_values=5, num_attribute_values=2,
 #: (material scene 170.3 against 159.0 ms, Cornell box 26.9 against 24.8 ms), so each graph gets its own.
 INSTANCED_PIPELINE_OPTIONS = dataclasses.replace(
     PIPELINE_OPTIONS, traversable_graph_flags=TraversableGraphFlags.ALLOW_SINGLE_LEVEL_INSTANCING)
+#: The instanced options with motion: motion transforms between the IAS and a GAS make two levels of traversal.
+MOTION_PIPELINE_OPTIONS = dataclasses.replace(INSTANCED_PIPELINE_OPTIONS, uses_motion_blur=True,
+                                              traversable_graph_flags=TraversableGraphFlags.ALLOW_ANY)
 #: Full OptiX optimisation, no debug information.
 MODULE_OPTIONS = ModuleOptions(opt_level=CompileOptimizationLevel.LEVEL_3, debug_level=CompileDebugLevel.NONE)
 #: NVRTC with fast math (approximate rsqrt, sincos, pow; flush denormals).
@@ -58,6 +64,12 @@ COMPILE_OPTIONS = CompileOptions(use_fast_math=True)
 
 #: Fields of the launch parameters that take each output's buffer.
 _FIELDS = {"radiance": "radiance", "albedo": "albedo", "normal": "normal"}
+
+
+def pipeline_options(instanced: bool, moving: bool, kinds: list[str]) -> PipelineOptions:
+    """The pipeline options of a scene: one GAS or instances, with motion or not, and its shape kinds' flags."""
+    options = MOTION_PIPELINE_OPTIONS if moving else INSTANCED_PIPELINE_OPTIONS if instanced else PIPELINE_OPTIONS
+    return shape_pipeline_options(options, kinds) if kinds else options
 
 
 @register_integrator
@@ -91,10 +103,8 @@ class PathIntegrator(Integrator):
         self.ctx = ctx
         masks = sorted({output_mask(v) for v in variants} or {output_mask({"image"})})
         kinds = list(dict.fromkeys(k for k in scene.hit_kinds if k != "triangle"))  # the scene's shape kinds
-        source = pathtracer_source(masks, shapes=bool(kinds))
-        options = INSTANCED_PIPELINE_OPTIONS if scene.instanced else PIPELINE_OPTIONS
-        if kinds:
-            options = shape_pipeline_options(options, kinds)
+        source = pathtracer_source(masks, shapes=bool(kinds), motion=scene.moving)
+        options = pipeline_options(scene.instanced, scene.moving, kinds)
         self.module = Module(ctx, source.text, pipeline_options=options, module_options=MODULE_OPTIONS,
                              compile_options=dataclasses.replace(COMPILE_OPTIONS, include_dirs=source.include_dirs))
         self.miss_radiance = ProgramGroup.miss(ctx, self.module, "__miss__radiance")

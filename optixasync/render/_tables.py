@@ -8,6 +8,8 @@ for the CPU build of the kernel), table by table:
   attribute arrays (geometry by primitive kind: triangles);
 * :class:`~optixasync.render._primitives.ShapeTable`: the spheres' and
   curves' arrays and one ``ShapeRecord`` per shape (the other kinds);
+* :class:`~optixasync.render._motion.MotionTable`: the motion keys of
+  moving meshes (motion blur), when any moves;
 * :class:`MaterialTable`: the textures, each family's precomputed table and one
   ``MaterialRecord`` per distinct material;
 * :class:`LightTable`: the light sources of every registered light type (the
@@ -35,6 +37,7 @@ import numpy as np
 from ..scene import Material, Scene, bsdf_family
 from ._emitters import EmitterTable, build_emitter_table, is_light_sampled
 from ._layout import LIGHT_RECORD, MATERIAL_RECORD, SCENE_RECORD
+from ._motion import MotionTable
 from ._params import material_record, mesh_records
 from ._primitives import ShapeTable
 from .lights import light_type, light_types
@@ -43,7 +46,13 @@ if TYPE_CHECKING:
     from ._placement import Placement
 
 __all__ = ["ENVIRONMENT_PROBABILITY_RANGE", "LightTable", "MaterialTable", "SceneTables", "TriangleGeometry",
-           "scene_radius", "selection_probabilities"]
+           "needs_instances", "scene_radius", "selection_probabilities"]
+
+
+def needs_instances(scene: Scene) -> bool:
+    """Whether rays trace ``scene`` through an instance structure: it has instanced meshes, shapes (one GAS per
+    primitive kind) or moving meshes (motion transforms, motion GAS); else one GAS holds every mesh."""
+    return bool(scene.instanced) or bool(scene.shapes) or bool(scene.moving)
 
 
 def _labels(scene: Scene) -> list[str]:
@@ -236,6 +245,7 @@ class SceneTables:
     ----------
     geometry : TriangleGeometry
     shapes : ShapeTable
+    motions : MotionTable
     materials : MaterialTable
     lights : LightTable
     record : numpy structured scalar of SCENE_RECORD
@@ -247,6 +257,7 @@ class SceneTables:
         self.geometry = TriangleGeometry(scene, placement)
         self.materials = MaterialTable(scene, placement)
         self.shapes = ShapeTable(scene, placement, self.materials.pointer)
+        self.motions = MotionTable(scene, placement)
         self.lights = LightTable(scene, placement, self.geometry, emitters)
         vertices, indices, attributes = self.geometry.pointers()
         records = mesh_records(scene, vertices, indices, self.lights.emitters.offsets, self.materials.pointers,
@@ -257,7 +268,9 @@ class SceneTables:
         self.record["emitters"] = self.lights.emitters_pointer
         self.record["environment"] = self.lights.environment_pointer
         self.record["environment_probability"] = self.lights.environment_probability
-        # Shapes need an instance structure (one GAS per primitive kind), and then every mesh is an instance too.
-        self.record["instanced"] = int(bool(scene.instanced) or bool(scene.shapes))
+        # Shapes and moving meshes need an instance structure, and then every mesh is an instance.
+        self.record["instanced"] = int(needs_instances(scene))
         self.record["shapes"], self.record["num_shapes"] = self.shapes.pointer, len(self.shapes)
+        self.record["motions"] = self.motions.pointer
+        self.record["shutter_open"], self.record["shutter_close"] = scene.shutter or (0.0, 0.0)
         self.ready = placement.ready()

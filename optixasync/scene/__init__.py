@@ -58,6 +58,7 @@ from ._materials_scene import (
     material_scene,
 )
 from ._mesh import Mesh, cube, rectangle, sphere
+from ._motion import MeshMotion
 from ._obj import load_obj
 from ._scene import Scene
 from ._spheres import Spheres
@@ -122,6 +123,7 @@ __all__ = [
     "SpotLight",
     "DirectionalLight",
     "Mesh",
+    "MeshMotion",
     "Scene",
     "Spheres",
     "check_mesh_path",

@@ -9,6 +9,7 @@ from typing import Any
 from ._camera import Camera
 from ._environment import Environment
 from ._mesh import Mesh
+from ._motion import check_shutter
 from ._shape_kinds import check_shape, is_shape
 
 __all__ = ["Scene"]
@@ -38,6 +39,11 @@ class Scene:
         clouds) and :class:`Curves` (hair, fibres), shaded with the
         same materials. Emissive shapes light the scene through BSDF
         sampling only (they are not light-sampled).
+    shutter : (float, float) or None
+        Motion blur: the times the camera's shutter opens and closes; every
+        camera path samples one time in it, and meshes with a
+        :attr:`Mesh.motion` are where their keys put them then. None (the
+        default): no motion blur, every ray at time 0.
 
     Raises
     ------
@@ -51,8 +57,10 @@ class Scene:
     environment: Environment | None = None
     lights: list[Any] = field(default_factory=list)
     shapes: list[Any] = field(default_factory=list)
+    shutter: Any = None
 
     def __post_init__(self) -> None:
+        self.shutter = check_shutter(self.shutter)
         self.meshes = list(self.meshes)
         self.lights = list(self.lights)
         self.shapes = list(self.shapes)
@@ -90,6 +98,11 @@ class Scene:
     def instanced(self) -> list[int]:
         """Indices of the meshes placed by a transform (instances; see :attr:`Mesh.transform`)."""
         return [k for k, mesh in enumerate(self.meshes) if mesh.instanced]
+
+    @property
+    def moving(self) -> list[int]:
+        """Indices of the meshes with motion keys (:attr:`Mesh.motion`)."""
+        return [k for k, mesh in enumerate(self.meshes) if mesh.motion is not None]
 
     @property
     def num_triangles(self) -> int:

@@ -4,7 +4,8 @@
 // file supplies what NVRTC and OptiX would: the CUDA vector types and intrinsics the kernel uses (plain C++
 // versions, in cuda_host_shims.h, shared with the BSDF harness), and the `oa::` device interface, whose trace()
 // intersects every triangle of the scene (Moller-Trumbore in double precision, closest hit or first hit), and in
-// a program built with OA_SHAPES every sphere and curve segment of its shape records (shape_intersect.h), and
+// a program built with OA_SHAPES every sphere and curve segment of its shape records (shape_intersect.h), with
+// OA_MOTION moving meshes where their keys put them at the ray's time (motion_host.h), and
 // runs the kernel's own closest-hit and miss programs with the same semantics as OptiX: payload registers in and
 // out, the miss program picked by `miss_index`, no closest-hit program when RAY_FLAG_DISABLE_CLOSESTHIT is set.
 // The test copies the kernels folder into its build folder with an empty "optixasync_device.h", so that the
@@ -96,6 +97,7 @@ struct ThreadState {
     unsigned gas_index;
     float b1, b2;         // barycentrics of the hit or candidate
     float u;              // curve parameter of a curve hit
+    float time;           // the ray's time (motion blur)
     float3 origin;        // world ray origin
     float3 direction;     // world ray direction
     bool ignored;         // the any-hit program called ignore_intersection()
@@ -138,7 +140,7 @@ bool intersect(float3 o, float3 d, float tmin, float tmax, bool any, HostHit& hi
 void closest_hit(const HostHit& hit);
 
 template <unsigned N>
-inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, float, unsigned, unsigned flags,
+inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, float time, unsigned, unsigned flags,
                   unsigned sbt_offset, unsigned sbt_stride, unsigned miss_index, unsigned (&p)[N]) {
     // The kernel relies on these (one SBT record per mesh, stride 1, offset 0): check them here too.
     if (sbt_offset != 0u || sbt_stride != 1u || (flags & RAY_FLAG_DISABLE_ANYHIT)) std::abort();
@@ -146,6 +148,7 @@ inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, fl
     for (unsigned i = 0; i < N; ++i) state.payload[i] = p[i];
     state.origin = o;
     state.direction = d;
+    state.time = time;
     if (intersect(o, d, tmin, tmax, (flags & RAY_FLAG_TERMINATE_ON_FIRST_HIT) != 0u, hit)) {
         if (!(flags & RAY_FLAG_DISABLE_CLOSESTHIT)) closest_hit(hit);
     } else if (miss_index == 0u) {
@@ -162,6 +165,7 @@ inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, fl
 #define OA_PROGRAM extern "C" void
 
 #include OA_PROGRAM_SOURCE
+#include "motion_host.h"
 #include "shape_intersect.h"
 
 void oa::closest_hit(const HostHit& hit) {
@@ -184,8 +188,8 @@ extern "C" {
 PathTracerParams params;
 }
 
-static_assert(sizeof(PathTracerParams) == 200, "host layout of the launch parameters");
-static_assert(sizeof(SceneRecord) == 64, "host layout of the scene record");
+static_assert(sizeof(PathTracerParams) == 216, "host layout of the launch parameters");
+static_assert(sizeof(SceneRecord) == 80, "host layout of the scene record");
 static_assert(sizeof(LightRecord) == 24, "host layout of a light record");
 static_assert(sizeof(MeshRecord) == 144, "host layout of a mesh record");
 static_assert(sizeof(MaterialRecord) == 240, "host layout of a material record");
@@ -233,11 +237,18 @@ bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, HostHit
     const double ox = o.x, oy = o.y, oz = o.z, dx = d.x, dy = d.y, dz = d.z;
     for (unsigned m = 0; m < g_num_meshes; ++m) {
         const MeshRecord& rec = params.scene.meshes[m];
+        const MovingMesh moving = moving_mesh(m, state.time);  // static meshes: none
         for (unsigned f = 0; f < g_triangle_counts[m]; ++f) {
             double a[3], b[3], c[3];
-            world_corner(rec, rec.indices[3u * f], a);
-            world_corner(rec, rec.indices[3u * f + 1u], b);
-            world_corner(rec, rec.indices[3u * f + 2u], c);
+            if (moving.keys) {
+                moving_corner(rec, moving, rec.indices[3u * f], a);
+                moving_corner(rec, moving, rec.indices[3u * f + 1u], b);
+                moving_corner(rec, moving, rec.indices[3u * f + 2u], c);
+            } else {
+                world_corner(rec, rec.indices[3u * f], a);
+                world_corner(rec, rec.indices[3u * f + 1u], b);
+                world_corner(rec, rec.indices[3u * f + 2u], c);
+            }
             const double e1x = b[0] - a[0], e1y = b[1] - a[1], e1z = b[2] - a[2];
             const double e2x = c[0] - a[0], e2y = c[1] - a[1], e2z = c[2] - a[2];
             const double px = dy * e2z - dz * e2y, py = dz * e2x - dx * e2z, pz = dx * e2y - dy * e2x;
@@ -276,6 +287,9 @@ extern "C" int oa_host_launch(const void* launch_params, const unsigned* triangl
     std::memcpy(&params, launch_params, sizeof(params));
 #ifndef OA_SHAPES
     if (params.scene.num_shapes) return -1;  // a scene with shapes needs the program built with OA_SHAPES
+#endif
+#ifndef OA_MOTION
+    if (params.scene.motions) return -2;  // a scene with moving meshes needs the program built with OA_MOTION
 #endif
     oa::host_instanced = params.scene.instanced != 0u;
     prepare_shapes();

@@ -98,8 +98,8 @@ def test_struct_layouts_match_the_kernel():
     offsets = [int(v) for v in match.group(2).split(",")]
     assert int(match.group(1)) == len(expected)
     assert offsets == expected
-    assert PATH_PARAMS.itemsize == 200 and MESH_RECORD.itemsize == 144 and EMITTER_TRIANGLE.itemsize == 64
-    assert SCENE_RECORD.itemsize == 64 and PATH_PARAMS.fields["scene"][1] == 136
+    assert PATH_PARAMS.itemsize == 216 and MESH_RECORD.itemsize == 144 and EMITTER_TRIANGLE.itemsize == 64
+    assert SCENE_RECORD.itemsize == 80 and PATH_PARAMS.fields["scene"][1] == 136
 
 
 def test_layout_probe_detects_a_mismatch():
