@@ -10,7 +10,8 @@
 //   intersected so, and the hit's parameter mapped back to the segment. The stand-in thus puts round caps on
 //   every segment's ends, where OptiX leaves the two ends of a quadratic or cubic strand open: a difference at
 //   strand tips only.
-// Shapes are skipped by their bounding box (computed once per launch by prepare_shapes), curve segments by theirs.
+// Each shape's primitives are found through a bounding volume hierarchy over their boxes (spheres: centre and
+// radius; curve segments: their control points grown by the largest radius), built once per launch.
 #pragma once
 
 #include <algorithm>
@@ -25,7 +26,6 @@ constexpr unsigned CURVE_PIECES = 16u;
 struct Box {
     double low[3], high[3];
 };
-std::vector<Box> g_shape_boxes;
 
 void grow(Box& box, const float* p, double r) {
     for (int k = 0; k < 3; ++k) {
@@ -113,17 +113,6 @@ bool intersect_curve_segment(const ShapeRecord& shape, unsigned prim, const doub
                              double tmin, double best, double& t, double& u) {
     float4 cp[4];
     pt::load_curve_segment(shape, prim, cp);
-    Box box = empty_box();
-    for (const float4& c : cp) {
-        const float p[3] = {c.x, c.y, c.z};
-        grow(box, p, c.w);
-    }
-    if (shape.kind == SHAPE_CATMULL_ROM) {  // its curve leaves the control points' hull: grow the box
-        const double margin = 0.25 * std::max({box.high[0] - box.low[0], box.high[1] - box.low[1],
-                                               box.high[2] - box.low[2]});
-        for (int k = 0; k < 3; ++k) box.low[k] -= margin, box.high[k] += margin;
-    }
-    if (!meets(box, o, d, tmin, best)) return false;
     const unsigned pieces = shape.kind == SHAPE_LINEAR ? 1u : CURVE_PIECES;
     bool found = false;
     float4 a = pt::curve_point(shape.kind, cp, 0.0f);
@@ -140,16 +129,89 @@ bool intersect_curve_segment(const ShapeRecord& shape, unsigned prim, const doub
     return found;
 }
 
+// A bounding volume hierarchy over one shape's primitives (built once per launch): nodes hold their box and either
+// two children (at `child` and `child + 1`) or `count` primitives from `first` in `order`.
+struct Node {
+    Box box;
+    unsigned child = 0u, first = 0u, count = 0u;
+};
+struct Hierarchy {
+    std::vector<Node> nodes;
+    std::vector<unsigned> order;
+};
+std::vector<Hierarchy> g_shape_trees;
+
+Box primitive_box(const ShapeRecord& shape, unsigned i) {
+    Box box = empty_box();
+    if (shape.kind == SHAPE_SPHERES) {
+        grow(box, shape.points + 3u * i, shape_radius(shape, i));
+        return box;
+    }
+    float4 cp[4];
+    pt::load_curve_segment(shape, i, cp);
+    for (const float4& c : cp) {
+        const float p[3] = {c.x, c.y, c.z};
+        grow(box, p, c.w);
+    }
+    if (shape.kind == SHAPE_CATMULL_ROM) {  // its curve leaves the control points' hull: grow the box
+        const double margin = 0.25 * std::max({box.high[0] - box.low[0], box.high[1] - box.low[1],
+                                               box.high[2] - box.low[2]});
+        for (int k = 0; k < 3; ++k) box.low[k] -= margin, box.high[k] += margin;
+    }
+    return box;
+}
+
+// Node `n` over order[first, first + count): a leaf of at most 4 primitives, else split at the median centre
+// along the box's longest axis.
+void build_node(Hierarchy& tree, const std::vector<Box>& boxes, unsigned n, unsigned first, unsigned count) {
+    Box box = empty_box();
+    for (unsigned k = first; k < first + count; ++k) {
+        const Box& b = boxes[tree.order[k]];
+        for (int a = 0; a < 3; ++a) box.low[a] = std::min(box.low[a], b.low[a]), box.high[a] = std::max(box.high[a], b.high[a]);
+    }
+    tree.nodes[n].box = box;
+    if (count <= 4u) {
+        tree.nodes[n].first = first, tree.nodes[n].count = count;
+        return;
+    }
+    int axis = 0;
+    for (int a = 1; a < 3; ++a) {
+        if (box.high[a] - box.low[a] > box.high[axis] - box.low[axis]) axis = a;
+    }
+    auto centre = [&](unsigned i) { return boxes[i].low[axis] + boxes[i].high[axis]; };
+    const unsigned half = count / 2u;
+    std::nth_element(tree.order.begin() + first, tree.order.begin() + first + half, tree.order.begin() + first + count,
+                     [&](unsigned a, unsigned b) { return centre(a) < centre(b); });
+    const unsigned child = static_cast<unsigned>(tree.nodes.size());
+    tree.nodes.resize(tree.nodes.size() + 2u);
+    tree.nodes[n].child = child;
+    build_node(tree, boxes, child, first, half);
+    build_node(tree, boxes, child + 1u, first + half, count - half);
+}
+
+bool intersect_primitive(const ShapeRecord& shape, unsigned i, const double o[3], const double d[3], double tmin,
+                         double best, double& t, double& u) {
+    if (shape.kind == SHAPE_SPHERES) {
+        const double c[3] = {shape.points[3u * i], shape.points[3u * i + 1u], shape.points[3u * i + 2u]};
+        return sphere_root(o, d, c, shape_radius(shape, i), tmin, best, t);
+    }
+    return intersect_curve_segment(shape, i, o, d, tmin, best, t, u);
+}
+
 }  // namespace
 
-// The shapes' bounding boxes, once per launch.
+// Every shape's hierarchy, once per launch.
 inline void prepare_shapes() {
-    g_shape_boxes.assign(params.scene.num_shapes, empty_box());
+    g_shape_trees.assign(params.scene.num_shapes, Hierarchy{});
     for (unsigned s = 0; s < params.scene.num_shapes; ++s) {
         const ShapeRecord& shape = params.scene.shapes[s];
-        const unsigned points = shape.kind == SHAPE_SPHERES ? shape.count : 0u;
-        for (unsigned i = 0; i < points; ++i) grow(g_shape_boxes[s], shape.points + 3u * i, shape_radius(shape, i));
-        if (shape.kind != SHAPE_SPHERES) g_shape_boxes[s] = Box{{-1e300, -1e300, -1e300}, {1e300, 1e300, 1e300}};
+        Hierarchy& tree = g_shape_trees[s];
+        std::vector<Box> boxes(shape.count);
+        tree.order.resize(shape.count);
+        for (unsigned i = 0; i < shape.count; ++i) boxes[i] = primitive_box(shape, i), tree.order[i] = i;
+        tree.nodes.reserve(2u * shape.count + 1u);
+        tree.nodes.resize(1u);
+        if (shape.count) build_node(tree, boxes, 0u, 0u, shape.count);
     }
 }
 
@@ -159,24 +221,30 @@ inline bool intersect_shapes(float3 of, float3 df, float tmin, bool any, double&
     bool found = false;
     for (unsigned s = 0; s < params.scene.num_shapes; ++s) {
         const ShapeRecord& shape = params.scene.shapes[s];
-        if (!meets(g_shape_boxes[s], o, d, tmin, best)) continue;
-        for (unsigned i = 0; i < shape.count; ++i) {
-            double t, u = 0.0;
-            bool hit_here;
-            if (shape.kind == SHAPE_SPHERES) {
-                const double c[3] = {shape.points[3u * i], shape.points[3u * i + 1u], shape.points[3u * i + 2u]};
-                hit_here = sphere_root(o, d, c, shape_radius(shape, i), tmin, best, t);
-            } else {
-                hit_here = intersect_curve_segment(shape, i, o, d, tmin, best, t, u);
+        const Hierarchy& tree = g_shape_trees[s];
+        if (!shape.count) continue;
+        unsigned stack[64], depth = 0u;
+        stack[depth++] = 0u;
+        while (depth) {
+            const Node& node = tree.nodes[stack[--depth]];
+            if (!meets(node.box, o, d, tmin, best)) continue;
+            if (!node.count) {
+                stack[depth++] = node.child;
+                stack[depth++] = node.child + 1u;
+                continue;
             }
-            if (!hit_here) continue;
-            best = t;
-            hit.kind = shape.kind == SHAPE_SPHERES ? oa::HIT_SPHERE : oa::HIT_CURVE;
-            hit.prim = i;
-            hit.index = s;
-            hit.u = static_cast<float>(u);
-            found = true;
-            if (any) return true;
+            for (unsigned k = node.first; k < node.first + node.count; ++k) {
+                const unsigned i = tree.order[k];
+                double t, u = 0.0;
+                if (!intersect_primitive(shape, i, o, d, tmin, best, t, u)) continue;
+                best = t;
+                hit.kind = shape.kind == SHAPE_SPHERES ? oa::HIT_SPHERE : oa::HIT_CURVE;
+                hit.prim = i;
+                hit.index = s;
+                hit.u = static_cast<float>(u);
+                found = true;
+                if (any) return true;
+            }
         }
     }
     return found;
