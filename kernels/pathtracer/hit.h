@@ -1,5 +1,6 @@
 // The surface a radiance ray hit, from its payload (integrator.h): a mesh's triangle, or with OA_SHAPES (a program
-// built for a scene with spheres or curves, optixasync/render/_source.py) a sphere or a curve segment; with
+// built for a scene with spheres or curves, optixasync/render/_source.py) a sphere or a curve segment, with
+// OA_CUSTOM a custom primitive (hit_custom.h); with
 // OA_MOTION (a scene with moving meshes) a moving mesh's triangle where it is at the ray's time.
 #pragma once
 
@@ -8,6 +9,9 @@
 #ifdef OA_SHAPES
 #include "pathtracer/hit_curve.h"
 #include "pathtracer/hit_sphere.h"
+#endif
+#ifdef OA_CUSTOM
+#include "pathtracer/hit_custom.h"
 #endif
 #ifdef OA_MOTION
 #include "pathtracer/motion.h"
@@ -24,6 +28,9 @@ __forceinline__ __device__ HitSurface hit_surface(const SceneRecord& S, const un
         const ShapeRecord& shape = S.shapes[hit[2] & ~SHAPE_HIT];
         const float t = __uint_as_float(hit[0]);
         if (shape.kind == SHAPE_SPHERES) return sphere_surface(shape, hit[1], origin, direction, t);
+#ifdef OA_CUSTOM
+        if (shape.kind == SHAPE_CUSTOM) return custom_surface(shape, hit[1], origin, direction, t);
+#endif
         return curve_surface(shape, hit[1], __uint_as_float(hit[3]), origin, direction, t);
     }
 #endif

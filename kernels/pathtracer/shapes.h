@@ -1,5 +1,5 @@
-// Records of the primitives beside triangle meshes: spheres and round curves (one ShapeRecord per shape of the
-// scene: a Spheres or a Curves object), shared with the host.
+// Records of the primitives beside triangle meshes: spheres, round curves and custom primitives (one ShapeRecord
+// per shape of the scene: a Spheres, Curves or CustomPrimitives object), shared with the host.
 //
 // optixasync/render/_primitives.py mirrors these structs field for field, and its layout test compiles them with
 // NVRTC to check every offset. The scene record points at the table (SceneRecord::shapes); a hit on a shape sets
@@ -18,6 +18,7 @@ enum ShapeKind : unsigned int {
     SHAPE_CUBIC_BSPLINE = 3u,      // uniform cubic B-spline, 4 control points
     SHAPE_CATMULL_ROM = 4u,        // uniform Catmull-Rom, 4 control points (runs from the second to the third)
     SHAPE_BEZIER = 5u,             // cubic Bezier, 4 control points
+    SHAPE_CUSTOM = 6u,             // custom primitives: `stride` floats each, of custom type `custom_type`
 };
 
 enum ShapeFlags : unsigned int {
@@ -32,7 +33,7 @@ struct ShapeMaterial {
 };
 
 struct ShapeRecord {
-    const float* points;                // (N, 3) float32: sphere centres, or curve control points
+    const float* points;                // (N, 3) float32: sphere centres, curve control points; custom: (N, stride)
     const float* radii;                 // (N,) float32 radius per point (one with SHAPE_ONE_RADIUS)
     const unsigned int* indices;        // curves: (S,) the first control point of each segment; spheres: null
     const float* colors;                // (N, 3) linear RGB per point multiplying the reflectance, or null
@@ -42,6 +43,9 @@ struct ShapeRecord {
     unsigned int count;                 // primitives: spheres or curve segments
     unsigned int flags;                 // ShapeFlags
     unsigned int num_materials;
+    const float* boxes;                 // custom: (N, 6) float32 bounds, min xyz then max xyz; else null
+    unsigned int custom_type;           // custom: the type's index (its registration order, custom_dispatch.h)
+    unsigned int stride;                // custom: floats per primitive
 };
 
 // Set in the mesh register of the radiance payload (integrator.h) by the closest-hit programs of shapes: the hit

@@ -103,7 +103,7 @@ class PathIntegrator(Integrator):
         self.ctx = ctx
         masks = sorted({output_mask(v) for v in variants} or {output_mask({"image"})})
         kinds = list(dict.fromkeys(k for k in scene.hit_kinds if k != "triangle"))  # the scene's shape kinds
-        source = pathtracer_source(masks, shapes=bool(kinds), motion=scene.moving)
+        source = pathtracer_source(masks, shapes=bool(kinds), motion=scene.moving, custom="custom" in kinds)
         options = pipeline_options(scene.instanced, scene.moving, kinds)
         self.module = Module(ctx, source.text, pipeline_options=options, module_options=MODULE_OPTIONS,
                              compile_options=dataclasses.replace(COMPILE_OPTIONS, include_dirs=source.include_dirs))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._structs import struct_dtype
-from ..scene import CURVE_DEGREES, Curves, Material, Scene, Spheres
+from ..scene import CURVE_DEGREES, Curves, CustomPrimitives, Material, Scene, Spheres, custom_primitive_index
 from ._layout import MESH_EMISSIVE, MESH_TWO_SIDED
 
 if TYPE_CHECKING:
@@ -41,12 +41,13 @@ SHAPE_MATERIAL: np.dtype = struct_dtype([("material", "ptr"), ("flags", "uint"),
 SHAPE_RECORD: np.dtype = struct_dtype([
     ("points", "ptr"), ("radii", "ptr"), ("indices", "ptr"), ("colors", "ptr"), ("material_ids", "ptr"),
     ("materials", "ptr"), ("kind", "uint"), ("count", "uint"), ("flags", "uint"), ("num_materials", "uint"),
+    ("boxes", "ptr"), ("custom_type", "uint"), ("stride", "uint"),
 ])
 
 #: ``ShapeKind`` of shapes.h, by the GAS kind (``"sphere"`` or the curve kind).
 SHAPE_KINDS: dict[str, int] = {"sphere": 0, "linear": 1, "quadratic_bspline": 2, "cubic_bspline": 3,
-                               "catmull_rom": 4, "bezier": 5}
-assert set(SHAPE_KINDS) == {"sphere", *CURVE_DEGREES}
+                               "catmull_rom": 4, "bezier": 5, "custom": 6}
+assert set(SHAPE_KINDS) == {"sphere", "custom", *CURVE_DEGREES}
 
 #: ``ShapeFlags``: the radii array holds one radius for every sphere.
 SHAPE_ONE_RADIUS = 1 << 0
@@ -57,8 +58,8 @@ SHAPE_HIT = 0x80000000
 SHAPE_STRUCT_NAMES: dict[str, np.dtype] = {"ShapeRecord": SHAPE_RECORD, "ShapeMaterial": SHAPE_MATERIAL}
 
 
-def gas_kind(shape: Spheres | Curves) -> str:
-    """The kind of GAS that holds ``shape``: ``"sphere"`` or its curve kind."""
+def gas_kind(shape: Spheres | Curves | CustomPrimitives) -> str:
+    """The kind of GAS that holds ``shape``: ``"sphere"``, its curve kind, or ``"custom"``."""
     return shape.kind
 
 
@@ -69,7 +70,8 @@ def shape_material_flags(material: Material) -> int:
 
 
 def _grouped(shapes: list[Any]) -> list[tuple[str, list[Any]]]:
-    """The shapes kind by kind (spheres, then each curve kind in :data:`SHAPE_KINDS` order), in scene order."""
+    """The shapes kind by kind (spheres, each curve kind, custom primitives: :data:`SHAPE_KINDS` order), in scene
+    order."""
     return [(kind, members) for kind in SHAPE_KINDS
             if (members := [s for s in shapes if gas_kind(s) == kind])]
 
@@ -90,9 +92,10 @@ class ShapeTable:
         In table order (kind by kind).
     groups : list of (str, int, int)
         Per GAS: its kind, the table index of its first shape and how many it holds.
-    points, radii, indices : list
-        Per shape, the placed arrays the GAS reads (``indices`` None for spheres; ``radii`` of single-radius
-        spheres is the number itself, which a sphere input takes as it is).
+    points, radii, indices, boxes : list
+        Per shape, the placed arrays the GAS reads (``indices`` None but for curves, ``boxes`` None but for custom
+        primitives, ``radii`` None for them; ``radii`` of single-radius spheres is the number itself, which a
+        sphere input takes as it is). A custom shape's ``points`` are its data rows.
     pointer : int
         The address of the records (0 without shapes).
     """
@@ -106,6 +109,7 @@ class ShapeTable:
         self.points: list[Any] = []
         self.radii: list[Any] = []
         self.indices: list[Any] = []
+        self.boxes: list[Any] = []
         records = np.zeros(len(self.shapes), SHAPE_RECORD)
         for k, shape in enumerate(self.shapes):
             self._place(shape, records[k], placement, material_pointer, f"shape {k} ({shape.label})")
@@ -119,19 +123,10 @@ class ShapeTable:
                label: str) -> None:
         """Place one shape's arrays and fill its record."""
         address = placement.address
-        points = placement.mesh_array(shape.centers if isinstance(shape, Spheres) else shape.points,
-                                      f"{label} points", np.float32, False)
-        radii = shape.radii
-        if np.isscalar(radii) and isinstance(shape, Curves):  # a curve input takes a radius per control point
-            radii = np.full(shape.num_points, radii, np.float32)
-        single = np.isscalar(radii)
-        placed_radii = placement.mesh_array(np.array([radii], np.float32) if single else radii, f"{label} radii",
-                                            np.float32, False)
-        record["points"], record["radii"] = address(points), address(placed_radii)
-        indices = None
-        if isinstance(shape, Curves):
-            indices = placement.mesh_array(shape.segments, f"{label} segments", (np.int32, np.uint32), False)
-            record["indices"] = address(indices)
+        if isinstance(shape, CustomPrimitives):
+            points, radii, indices, boxes = self._place_custom(shape, record, placement, label)
+        else:
+            points, radii, indices, boxes = self._place_round(shape, record, placement, label)
         if shape.colors is not None:
             record["colors"] = address(placement.mesh_array(shape.colors, f"{label} colors", np.float32, False))
         if shape.material_ids is not None:
@@ -143,8 +138,37 @@ class ShapeTable:
             materials[j]["flags"] = shape_material_flags(material)
         record["materials"] = placement.upload(materials, f"{label} materials")
         record["kind"], record["count"] = SHAPE_KINDS[gas_kind(shape)], shape.num_primitives
-        record["flags"] = SHAPE_ONE_RADIUS if single else 0
         record["num_materials"] = len(shape.materials)
         self.points.append(points)
-        self.radii.append(radii if single else placed_radii)
+        self.radii.append(radii)
         self.indices.append(indices)
+        self.boxes.append(boxes)
+
+    @staticmethod
+    def _place_round(shape: Spheres | Curves, record: Any, placement: Placement, label: str) -> tuple[Any, ...]:
+        """Spheres' and curves' points, radii and (curves) segment indices."""
+        address = placement.address
+        points = placement.mesh_array(shape.centers if isinstance(shape, Spheres) else shape.points,
+                                      f"{label} points", np.float32, False)
+        radii = shape.radii
+        if np.isscalar(radii) and isinstance(shape, Curves):  # a curve input takes a radius per control point
+            radii = np.full(shape.num_points, radii, np.float32)
+        single = np.isscalar(radii)
+        placed_radii = placement.mesh_array(np.array([radii], np.float32) if single else radii, f"{label} radii",
+                                            np.float32, False)
+        record["points"], record["radii"] = address(points), address(placed_radii)
+        record["flags"] = SHAPE_ONE_RADIUS if single else 0
+        indices = None
+        if isinstance(shape, Curves):
+            indices = placement.mesh_array(shape.segments, f"{label} segments", (np.int32, np.uint32), False)
+            record["indices"] = address(indices)
+        return points, (radii if single else placed_radii), indices, None
+
+    @staticmethod
+    def _place_custom(shape: CustomPrimitives, record: Any, placement: Placement, label: str) -> tuple[Any, ...]:
+        """Custom primitives' data rows and boxes, and their type."""
+        points = placement.mesh_array(shape.data, f"{label} data", np.float32, False)
+        boxes = placement.mesh_array(shape.boxes, f"{label} boxes", np.float32, False)
+        record["points"], record["boxes"] = placement.address(points), placement.address(boxes)
+        record["custom_type"], record["stride"] = custom_primitive_index(shape.primitive), shape.type.floats
+        return points, None, None, boxes

@@ -1,4 +1,4 @@
-"""Spheres and curves on the device: one GAS per primitive kind, their instances, built-in modules and hit groups.
+"""Shapes on the device: one GAS per primitive kind, their instances, built-in modules and hit groups.
 
 OptiX forbids mixing primitive kinds in one GAS, so the device scene builds
 one per group of the shape table (:class:`~optixasync.render._primitives.ShapeTable`):
@@ -9,7 +9,9 @@ its first shape and whose SBT offset is that shape's hit record. The path
 integrator puts there a hit group of OptiX's built-in intersection module
 for the kind and the path tracer's shape closest-hit program
 (``kernels/pathtracer.cu``), asked for with the pipeline options and the
-build flags of these structures (:data:`SHAPE_ACCEL_OPTIONS`).
+build flags of these structures (:data:`SHAPE_ACCEL_OPTIONS`); for custom
+primitives, the path tracer's own ``__intersection__custom`` program over
+their boxes.
 
 Blocking calls
 --------------
@@ -27,7 +29,7 @@ import numpy as np
 
 from .._optix._primitives import primitive_kind
 from .._optix._types import PrimitiveTypeFlags
-from ..accel import AccelOptions, CurveInput, GeometryAccel, Instance, SphereInput
+from ..accel import AccelOptions, CurveInput, CustomInput, GeometryAccel, Instance, SphereInput
 from ..program import BuiltinModule, PipelineOptions, ProgramGroup
 from ..scene import Scene
 from ..scene._shape_kinds import check_shape
@@ -45,7 +47,7 @@ __all__ = ["SHAPE_ACCEL_OPTIONS", "ShapeHitGroups", "check_scene_shapes", "hit_k
 SHAPE_ACCEL_OPTIONS = AccelOptions()
 
 #: The closest-hit program of each primitive of shapes.
-_CLOSEST_HIT = {"sphere": "__closesthit__sphere"}
+_CLOSEST_HIT = {"sphere": "__closesthit__sphere", "custom": "__closesthit__custom"}
 _CURVE_CLOSEST_HIT = "__closesthit__curve"
 
 
@@ -81,13 +83,15 @@ def hit_kinds(instanced: bool, num_meshes: int, table: ShapeTable) -> tuple[str,
     return ("triangle",) + tuple(kind for kind, _, count in table.groups for _ in range(count))
 
 
-def shape_inputs(table: ShapeTable, first: int, count: int) -> list[SphereInput | CurveInput]:
+def shape_inputs(table: ShapeTable, first: int, count: int) -> list[SphereInput | CurveInput | CustomInput]:
     """The build inputs of shapes ``first .. first + count - 1`` of ``table`` (one kind), one per shape."""
-    inputs: list[SphereInput | CurveInput] = []
+    inputs: list[SphereInput | CurveInput | CustomInput] = []
     for k in range(first, first + count):
         shape = table.shapes[k]
         if shape.kind == "sphere":
             inputs.append(SphereInput(table.points[k], table.radii[k]))
+        elif shape.kind == "custom":
+            inputs.append(CustomInput(table.boxes[k]))
         else:
             inputs.append(CurveInput(table.points[k], table.radii[k], table.indices[k], kind=shape.kind))
     return inputs
@@ -126,11 +130,11 @@ class ShapeHitGroups:
     ctx : Context
     module : Module
         The path tracer's module, compiled for shapes (it holds ``__closesthit__sphere`` and
-        ``__closesthit__curve``).
+        ``__closesthit__curve``, and for custom primitives ``__closesthit__custom`` and ``__intersection__custom``).
     pipeline_options : PipelineOptions
         Those of the module and pipeline (:func:`shape_pipeline_options`).
     kinds : list of str
-        The shape kinds of the scene (``"sphere"``, curve kinds).
+        The shape kinds of the scene (``"sphere"``, curve kinds, ``"custom"``).
 
     Attributes
     ----------
@@ -142,6 +146,10 @@ class ShapeHitGroups:
         self.groups: dict[str, ProgramGroup] = {}
         try:
             for kind in kinds:
+                if kind == "custom":  # the path tracer's own intersection program, no built-in module
+                    self.groups[kind] = ProgramGroup.hitgroup(ctx, module, closesthit=_CLOSEST_HIT[kind],
+                                                              intersection="__intersection__custom")
+                    continue
                 builtin = BuiltinModule(ctx, kind, pipeline_options=pipeline_options,
                                         module_options=module.module_options,
                                         build_flags=SHAPE_ACCEL_OPTIONS.build_flags)

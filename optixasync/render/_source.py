@@ -7,7 +7,9 @@ registered descriptors (:func:`~optixasync.scene.bsdf_families`,
 union and its switches (``bsdf.h`` lists what they provide), the light
 switches (``light_dispatch.h``), the output sets the raygens are built
 for, and, for a scene with spheres or curves, ``OA_SHAPES`` (their
-closest-hit programs and hit attributes), for a scene with moving meshes
+closest-hit programs and hit attributes), for a scene with custom
+primitives ``OA_CUSTOM`` and the dispatch over the registered custom
+primitive types (:func:`~optixasync.scene.custom_primitives`), for a scene with moving meshes
 ``OA_MOTION`` (a time per camera path, moving triangles shaded where they
 are then). A scene of static meshes compiles without either, as it did
 before they existed. The family and type indices are the registration order, which the
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._config import kernels_dir
-from ..scene import BsdfFamily, bsdf_families
+from ..scene import BsdfFamily, CustomPrimitiveType, bsdf_families, custom_primitives
 from .lights import LightType, light_types
 
 __all__ = ["ProgramSource", "pathtracer_source"]
@@ -148,14 +150,17 @@ __forceinline__ __device__ float light_scale_of(const LightRecord& light, const 
 
 def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | None = None,
                       types: Sequence[LightType] | None = None, *, host: bool = False,
-                      shapes: bool = False, motion: bool = False) -> ProgramSource:
+                      shapes: bool = False, motion: bool = False, custom: bool = False,
+                      customs: Sequence[CustomPrimitiveType] | None = None) -> ProgramSource:
     """The path tracer's source for the output sets ``variants`` (``OUTPUT_*`` bit masks, one raygen each).
 
     ``families`` and ``types`` default to the registered ones (the renderer packs records with those).
     ``host`` adds ``oa_host_raygen(mask)``, which runs a variant's raygen: the entry of the host build of the
     kernel, where there is no OptiX to pick one (the CPU tests). ``shapes`` builds the program for a scene with
     spheres or curves (``OA_SHAPES``: their closest-hit programs, and their hit attributes in the integrator);
-    ``motion`` for a scene with moving meshes (``OA_MOTION``: motion blur).
+    ``motion`` for a scene with moving meshes (``OA_MOTION``: motion blur); ``custom`` for a scene with custom
+    primitives (``OA_CUSTOM``, which implies ``shapes``: the intersection program and the dispatch over
+    ``customs``, by default the registered custom primitive types).
 
     Raises
     ------
@@ -163,6 +168,10 @@ def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | 
         On no variant, a variant without the image or radiance, or a descriptor's header that does not exist.
     """
     families = list(bsdf_families() if families is None else families)
+    customs = list(custom_primitives() if customs is None else customs)
+    shapes = shapes or custom
+    if custom and not customs:
+        raise ValueError("a program for custom primitives needs at least one registered custom primitive type")
     types = list(light_types() if types is None else types)
     variants = tuple(sorted({int(v) for v in variants}))
     if not variants or not families or not types:
@@ -184,12 +193,42 @@ def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | 
         '#include "pathtracer/lights.h"',
         light_includes,
         _light_dispatch(types),
+        *([_custom_dispatch(customs, dirs)] if custom else []),
         "#define OA_RAYGEN_VARIANTS(X) " + " ".join(f"X({v})" for v in variants),
         '#include "pathtracer.cu"',
         _host_entry(variants) if host else "",
         "",
     ])
     return ProgramSource(text, tuple(dirs), variants)
+
+
+def _custom_dispatch(customs: Sequence[CustomPrimitiveType], dirs: list[str]) -> str:
+    """The includes of the custom types' headers and their ``custom_intersect`` and ``custom_normal`` dispatch."""
+    includes = "\n".join(_include(c.header, dirs) for c in customs)
+
+    def cases(call: str) -> str:
+        lines = [f"        case {k}u: return {c.struct}::{call}" for k, c in enumerate(customs) if k > 0]
+        return "\n".join([*lines, f"        default: return {customs[0].struct}::{call}"])
+
+    return f"""{includes}
+namespace pt {{
+
+__forceinline__ __device__ bool custom_intersect(unsigned int type, const float* data, float3 origin, float3 direction,
+                                                 float tmin, float tmax, float& t) {{
+    switch (type) {{
+{cases("intersect(data, origin, direction, tmin, tmax, t);")}
+    }}
+}}
+
+__forceinline__ __device__ float3 custom_normal(unsigned int type, const float* data, float3 point) {{
+    switch (type) {{
+{cases("normal(data, point);")}
+    }}
+}}
+
+}}  // namespace pt
+#define OA_CUSTOM 1
+"""
 
 
 def _host_entry(variants: Sequence[int]) -> str:

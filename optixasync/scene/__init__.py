@@ -15,6 +15,14 @@ from ._camera import DEFAULT_FOV, Camera
 from ._cloth import CLOTH_WAVES, ClothAnimation, cloth_indices
 from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
 from ._curves import CURVE_DEGREES, Curves, strand_segments
+from ._custom import (
+    CustomPrimitives,
+    CustomPrimitiveType,
+    custom_primitive,
+    custom_primitive_index,
+    custom_primitives,
+    register_custom_primitive,
+)
 from ._environment import Environment
 from ._environment_files import ENVIRONMENT_SUFFIXES, load_environment
 from ._frames import framing_camera, generate_tangents
@@ -116,6 +124,12 @@ __all__ = [
     "Camera",
     "ClothAnimation",
     "Curves",
+    "CustomPrimitiveType",
+    "CustomPrimitives",
+    "custom_primitive",
+    "custom_primitive_index",
+    "custom_primitives",
+    "register_custom_primitive",
     "CLOTH_WAVES",
     "DEFAULT_FOV",
     "Material",

@@ -1,21 +1,23 @@
-"""The kinds of shapes a scene holds beside its meshes: :class:`~optixasync.scene.Spheres` and
-:class:`~optixasync.scene.Curves`. Host-side checks only."""
+"""The kinds of shapes a scene holds beside its meshes: :class:`~optixasync.scene.Spheres`,
+:class:`~optixasync.scene.Curves` and :class:`~optixasync.scene.CustomPrimitives`. Host-side checks only."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ._curves import Curves
+from ._custom import CustomPrimitives
 from ._spheres import Spheres
+from .primitives import DiskPrimitive  # noqa: F401 (registers the built-in custom primitive types)
 
 __all__ = ["SHAPE_TYPES", "check_shape", "is_shape"]
 
 #: The shape classes a scene holds.
-SHAPE_TYPES: tuple[type, ...] = (Spheres, Curves)
+SHAPE_TYPES: tuple[type, ...] = (Spheres, Curves, CustomPrimitives)
 
 
 def is_shape(value: Any) -> bool:
-    """Whether ``value`` is one of the scene's shape kinds (spheres, curves)."""
+    """Whether ``value`` is one of the scene's shape kinds (spheres, curves, custom primitives)."""
     return isinstance(value, SHAPE_TYPES)
 
 

@@ -5,7 +5,7 @@ shape (centre, radius) with its material's BSDF (``mitsuba_bsdf``), its
 point colour multiplied into a diffuse or plastic reflectance (the factor
 the kernel applies), and an ``area`` emitter when the material emits (on
 the outside, the front of ours). Curves and textured spheres have no exact
-twin here: ValueError. Meant for a few hundred spheres (one shape each).
+twin here, nor have custom primitives: ValueError. Meant for a few hundred spheres (one shape each).
 """
 
 from __future__ import annotations
@@ -61,5 +61,8 @@ def mitsuba_shapes(shapes: list[Any], mi: Any, bsdf_of: BsdfOf) -> dict[str, Any
         if isinstance(shape, Curves):
             raise ValueError(f"{shape.label}: curves have no exact Mitsuba twin here (its curve shapes load from "
                              "files, with another radius convention)")
+        if not isinstance(shape, Spheres):
+            raise ValueError(f"{shape.label}: custom primitives have no Mitsuba twin (their intersection is device "
+                             "code of their own)")
         out.update(mitsuba_spheres(shape, mi, f"spheres_{j:03d}", bsdf_of))
     return out

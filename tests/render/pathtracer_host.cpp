@@ -73,6 +73,8 @@ inline T tex2D(unsigned long long handle, float u, float v) {
 extern "C" void __closesthit__radiance();
 extern "C" void __closesthit__sphere();
 extern "C" void __closesthit__curve();
+extern "C" void __closesthit__custom();
+extern "C" void __intersection__custom();
 extern "C" void __anyhit__cutout();
 extern "C" void __miss__radiance();
 extern "C" void __miss__shadow();
@@ -98,6 +100,8 @@ struct ThreadState {
     float b1, b2;         // barycentrics of the hit or candidate
     float u;              // curve parameter of a curve hit
     float time;           // the ray's time (motion blur)
+    float tmin;           // the ray's tmin (intersection programs)
+    float reported;       // what an intersection program reported (report_intersection), or -1
     float3 origin;        // world ray origin
     float3 direction;     // world ray direction
     bool ignored;         // the any-hit program called ignore_intersection()
@@ -119,6 +123,17 @@ inline unsigned sbt_gas_index() { return host_instanced ? 0u : state.gas_index; 
 inline unsigned instance_id() { return host_instanced ? state.gas_index : 0u; }
 inline float2 triangle_barycentrics() { return make_float2(state.b1, state.b2); }
 inline float curve_parameter() { return state.u; }
+// Intersection programs see the world ray as the object ray: the stand-in traces instances with identity transforms.
+inline float3 object_ray_origin() { return state.origin; }
+inline float3 object_ray_direction() { return state.direction; }
+inline float ray_tmin() { return state.tmin; }
+template <typename... A>
+inline bool report_intersection(float t, unsigned, A...) {
+    if (!(t >= state.tmin && t <= state.tmax)) return false;
+    state.reported = t;
+    state.tmax = t;
+    return true;
+}
 inline float3 world_ray_origin() { return state.origin; }
 inline float3 world_ray_direction() { return state.direction; }
 inline void ignore_intersection() { state.ignored = true; }
@@ -131,7 +146,7 @@ struct HostHit {
     unsigned kind = 0u;   // HIT_TRIANGLE, HIT_SPHERE, HIT_CURVE
     float b1 = 0.0f, b2 = 0.0f, u = 0.0f;
 };
-enum HostHitKind : unsigned { HIT_TRIANGLE = 0u, HIT_SPHERE = 1u, HIT_CURVE = 2u };
+enum HostHitKind : unsigned { HIT_TRIANGLE = 0u, HIT_SPHERE = 1u, HIT_CURVE = 2u, HIT_CUSTOM = 3u };
 
 // Defined after the kernel (it needs the kernel's launch parameters).
 bool intersect(float3 o, float3 d, float tmin, float tmax, bool any, HostHit& hit);
@@ -178,6 +193,9 @@ void oa::closest_hit(const HostHit& hit) {
     if (hit.kind == HIT_TRIANGLE) return __closesthit__radiance();
 #ifdef OA_SHAPES
     if (hit.kind == HIT_SPHERE) return __closesthit__sphere();
+#ifdef OA_CUSTOM
+    if (hit.kind == HIT_CUSTOM) return __closesthit__custom();
+#endif
     return __closesthit__curve();
 #else
     std::abort();  // shapes in a program built without them (oa_host_launch refuses such a scene)
@@ -290,6 +308,11 @@ extern "C" int oa_host_launch(const void* launch_params, const unsigned* triangl
 #endif
 #ifndef OA_MOTION
     if (params.scene.motions) return -2;  // a scene with moving meshes needs the program built with OA_MOTION
+#endif
+#ifndef OA_CUSTOM
+    for (unsigned s = 0; s < params.scene.num_shapes; ++s) {
+        if (params.scene.shapes[s].kind == SHAPE_CUSTOM) return -3;  // custom primitives need OA_CUSTOM
+    }
 #endif
     oa::host_instanced = params.scene.instanced != 0u;
     prepare_shapes();

@@ -3,6 +3,8 @@
 // the CPU in double precision.
 //
 // * Spheres: the ray's first root at or after tmin (the far one from inside, as OptiX reports back faces too).
+// * Custom primitives: the kernel's own intersection program (__intersection__custom) run on each candidate, with
+//   the ray as its object ray, reporting through the stand-in's report_intersection.
 // * Round curves: the surface swept by a sphere whose centre and radius follow the segment's basis. A linear
 //   segment is intersected exactly: the spheres at its ends and the cone tangent to both (the envelope of the
 //   swept spheres: |p - c(u)| = r(u) where d/du of it vanishes, which makes u linear in t and leaves a quadratic
@@ -143,6 +145,10 @@ std::vector<Hierarchy> g_shape_trees;
 
 Box primitive_box(const ShapeRecord& shape, unsigned i) {
     Box box = empty_box();
+    if (shape.kind == SHAPE_CUSTOM) {
+        for (int k = 0; k < 3; ++k) box.low[k] = shape.boxes[6u * i + k], box.high[k] = shape.boxes[6u * i + 3u + k];
+        return box;
+    }
     if (shape.kind == SHAPE_SPHERES) {
         grow(box, shape.points + 3u * i, shape_radius(shape, i));
         return box;
@@ -189,8 +195,30 @@ void build_node(Hierarchy& tree, const std::vector<Box>& boxes, unsigned n, unsi
     build_node(tree, boxes, child + 1u, first + half, count - half);
 }
 
-bool intersect_primitive(const ShapeRecord& shape, unsigned i, const double o[3], const double d[3], double tmin,
-                         double best, double& t, double& u) {
+// Runs the kernel's intersection program on custom primitive `i` of shape `s`, as OptiX would on a candidate.
+bool custom_candidate(unsigned s, unsigned i, double tmin, double best, double& t) {
+#ifdef OA_CUSTOM
+    oa::ThreadState saved = oa::state;
+    oa::state.gas_index = s;  // instance_id() + sbt_gas_index(): the shape's index (see oa::instance_id)
+    oa::state.prim = i;
+    oa::state.tmin = static_cast<float>(tmin);
+    oa::state.tmax = static_cast<float>(best);
+    oa::state.reported = -1.0f;
+    __intersection__custom();
+    const float reported = oa::state.reported;
+    oa::state = saved;
+    if (!(reported >= 0.0f)) return false;
+    t = reported;
+    return true;
+#else
+    (void)s, (void)i, (void)tmin, (void)best, (void)t;
+    return false;
+#endif
+}
+
+bool intersect_primitive(const ShapeRecord& shape, unsigned s, unsigned i, const double o[3], const double d[3],
+                         double tmin, double best, double& t, double& u) {
+    if (shape.kind == SHAPE_CUSTOM) return custom_candidate(s, i, tmin, best, t);
     if (shape.kind == SHAPE_SPHERES) {
         const double c[3] = {shape.points[3u * i], shape.points[3u * i + 1u], shape.points[3u * i + 2u]};
         return sphere_root(o, d, c, shape_radius(shape, i), tmin, best, t);
@@ -236,9 +264,10 @@ inline bool intersect_shapes(float3 of, float3 df, float tmin, bool any, double&
             for (unsigned k = node.first; k < node.first + node.count; ++k) {
                 const unsigned i = tree.order[k];
                 double t, u = 0.0;
-                if (!intersect_primitive(shape, i, o, d, tmin, best, t, u)) continue;
+                if (!intersect_primitive(shape, s, i, o, d, tmin, best, t, u)) continue;
                 best = t;
-                hit.kind = shape.kind == SHAPE_SPHERES ? oa::HIT_SPHERE : oa::HIT_CURVE;
+                hit.kind = shape.kind == SHAPE_SPHERES ? oa::HIT_SPHERE
+                           : shape.kind == SHAPE_CUSTOM ? oa::HIT_CUSTOM : oa::HIT_CURVE;
                 hit.prim = i;
                 hit.index = s;
                 hit.u = static_cast<float>(u);

@@ -96,7 +96,7 @@ def test_shape_layouts_match_the_kernel():
                        "shapes_layout.cu", options)
     match = re.search(r"oa_layout_probe\[(\d+)\]\s*=\s*\{([^}]*)\}", text)
     assert match and [int(v) for v in match.group(2).split(",")] == expected
-    assert SHAPE_RECORD.itemsize == 64 and SHAPE_MATERIAL.itemsize == 16
+    assert SHAPE_RECORD.itemsize == 80 and SHAPE_MATERIAL.itemsize == 16
 
 
 def test_shape_layout_probe_can_fail():
@@ -328,3 +328,49 @@ def test_spheres_become_mitsuba_sphere_shapes():
     assert second["center"] == [1.0, 2.0, 3.0] and second["radius"] == 0.25
     with pytest.raises(ValueError, match="curves have no exact Mitsuba twin"):
         mitsuba_shapes([hair()], None, mitsuba_bsdf)
+
+
+# --- custom primitives ------------------------------------------------------------------------------------------------
+
+
+def test_the_custom_program_has_its_intersection_program():
+    from optixasync.scene import CustomPrimitives
+
+    source = pathtracer_source(VARIANTS, custom=True, motion=True)
+    assert "#define OA_SHAPES 1" in source.text and "#define OA_CUSTOM 1" in source.text
+    assert "DiskPrimitive::intersect(data, origin, direction, tmin, tmax, t)" in source.text
+    options = dataclasses.replace(COMPILE_OPTIONS, include_dirs=source.include_dirs)
+    ptx = compile_ptx(source.text, "pathtracer_custom.cu", options)
+    entries = set(re.findall(r"\.entry\s+(\w+)", ptx))
+    assert {"__intersection__custom", "__closesthit__custom", "__closesthit__sphere"} <= entries
+    body = ptx.split(".entry __intersection__custom")[1].split(".entry")[0]
+    assert "_optix_report_intersection_0" in body and "_optix_get_object_ray_origin_x" in body
+    assert not re.search(r"\.f64\b", ptx) and ".local" not in ptx
+    disks = CustomPrimitives("disk", [[0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.5]])
+    from optixasync.testing._mitsuba import mitsuba_bsdf
+    from optixasync.testing._mitsuba_shapes import mitsuba_shapes
+
+    with pytest.raises(ValueError, match="custom primitives have no Mitsuba twin"):
+        mitsuba_shapes([disks], None, mitsuba_bsdf)
+
+
+def test_custom_shapes_get_a_gas_of_boxes_and_a_record_of_their_type(fake_ctx):
+    from optixasync._optix import types as t
+    from optixasync.render._primitives import SHAPE_KINDS
+    from optixasync.scene import CustomPrimitives
+
+    disks = CustomPrimitives("disk", [[0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.5], [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.25]])
+    scene = Scene([], shapes=[disks, cloud(2)])
+    tables = SceneTables(scene, HOST.HostPlacement())
+    table = tables.shapes
+    assert table.groups == [("sphere", 0, 1), ("custom", 1, 1)]
+    assert hit_kinds(True, 0, table) == ("triangle", "sphere", "custom")
+    raw = (np.ctypeslib.ctypes.c_uint8 * (2 * SHAPE_RECORD.itemsize)).from_address(table.pointer)
+    record = np.frombuffer(np.ctypeslib.as_array(raw), SHAPE_RECORD)[1]
+    assert (record["kind"], record["count"], record["stride"], record["custom_type"]) == (SHAPE_KINDS["custom"], 2, 7, 0)
+    assert record["boxes"] != 0 and record["radii"] == 0
+    structures, instances = shape_instances(fake_ctx, table, 1, fake_ctx.stream)
+    assert [g.kind for g in structures] == ["sphere", "custom"] and instances[1].sbt_offset == 2
+    build = fake_ctx.api.builds[-1]["inputs"][0]
+    assert build.type == t.BuildInputType.CUSTOM_PRIMITIVES
+    assert np.array_equal(fake_ctx.uploaded[build.customPrimitiveArray.aabbBuffers[0]], disks.boxes)
