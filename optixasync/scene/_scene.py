@@ -36,7 +36,8 @@ class Scene:
         the scene's other light sources.
     shapes : list
         Primitives beside the triangle meshes: :class:`Spheres` (point
-        clouds) and :class:`Curves` (hair, fibres), shaded with the
+        clouds), :class:`Curves` (hair, fibres) and
+        :class:`CustomPrimitives` (of registered types), shaded with the
         same materials. Emissive shapes light the scene through BSDF
         sampling only (they are not light-sampled).
     shutter : (float, float) or None
@@ -48,8 +49,8 @@ class Scene:
     Raises
     ------
     TypeError
-        On a mesh that is not a :class:`Mesh`, a shape that is not a :class:`Spheres` or :class:`Curves`, or
-        a camera that is not a :class:`Camera`.
+        On a mesh that is not a :class:`Mesh`, a shape that is not a :class:`Spheres`, :class:`Curves` or
+        :class:`CustomPrimitives`, or a camera that is not a :class:`Camera`.
     """
 
     meshes: list[Mesh] = field(default_factory=list)
@@ -75,12 +76,12 @@ class Scene:
             raise TypeError(f"scene environment must be an Environment or None, got {type(self.environment).__name__}")
 
     def add(self, item: Any) -> Any:
-        """Append a :class:`Mesh` to the meshes, or spheres or curves to the shapes; return it."""
+        """Append a :class:`Mesh` to the meshes, or spheres, curves or custom primitives to the shapes; return it."""
         if is_shape(item):
             self.shapes.append(check_shape(item, "the shape"))
             return item
         if not isinstance(item, Mesh):
-            raise TypeError(f"expected a Mesh, Spheres or Curves, got {type(item).__name__}")
+            raise TypeError(f"expected a Mesh, Spheres, Curves or CustomPrimitives, got {type(item).__name__}")
         self.meshes.append(item)
         return item
 

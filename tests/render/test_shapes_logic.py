@@ -109,7 +109,7 @@ def test_shape_layout_probe_can_fail():
 def test_the_kinds_match_the_kernel_enum():
     text = (Path(__file__).parents[2] / "kernels" / "pathtracer" / "shapes.h").read_text()
     names = {"sphere": "SPHERES", "linear": "LINEAR", "quadratic_bspline": "QUADRATIC_BSPLINE",
-             "cubic_bspline": "CUBIC_BSPLINE", "catmull_rom": "CATMULL_ROM", "bezier": "BEZIER"}
+             "cubic_bspline": "CUBIC_BSPLINE", "catmull_rom": "CATMULL_ROM", "bezier": "BEZIER", "custom": "CUSTOM"}
     for kind, value in SHAPE_KINDS.items():
         assert re.search(rf"SHAPE_{names[kind]} = {value}u", text), kind
     assert re.search(rf"SHAPE_ONE_RADIUS = 1u << {SHAPE_ONE_RADIUS.bit_length() - 1}", text)
@@ -185,9 +185,9 @@ def test_bad_shapes_are_refused_on_the_host(make, match):
 def test_shape_type_errors():
     with pytest.raises(TypeError, match="material must be a Material"):
         Spheres(np.zeros((2, 3)), 0.1, material="red")
-    with pytest.raises(TypeError, match="must be one of Spheres, Curves, got Mesh"):
+    with pytest.raises(TypeError, match="must be one of Spheres, Curves, CustomPrimitives, got Mesh"):
         Scene([], shapes=[rectangle()])
-    with pytest.raises(TypeError, match="expected a Mesh, Spheres or Curves"):
+    with pytest.raises(TypeError, match="expected a Mesh, Spheres, Curves or CustomPrimitives"):
         Scene().add("a ball")
 
 
