@@ -63,7 +63,7 @@ def baseline_build(ctx, stream, vertices, indices):
         v = cupy.asarray(vertices)  # pageable host memory: the copy waits behind the busy stream
         i = cupy.asarray(indices)
     gas = GeometryAccel(ctx, TriangleInput(v, i), AccelOptions(allow_compaction=True), stream=stream)
-    size = int(cupy.asnumpy(cupy.ndarray((1,), np.uint64, memptr=gas._size_device), stream=stream)[0])  # blocks
+    size = int(cupy.asnumpy(gas._size_device, stream=stream)[0])  # blocks
     assert size == gas.compacted_size or gas.compacted_size is None
     gas.compact(wait=True, stream=stream)
     return gas, aligned(size)

@@ -5,8 +5,8 @@
 
 Cold: OptiX's disk cache is off in every measured process and each is a new interpreter, so OptiX compiles the
 module from PTX every time. The PTX itself comes from optixasync's cache, filled once by a first process (the
-NVRTC time is the same for both paths and is reported apart). The module is ``kernels/pathtracer.cu`` with the
-path tracer's own pipeline, module and NVRTC options. Each process checks that the module it compiled has the
+NVRTC time is the same for both paths and is reported apart). The module is the path tracer's generated program (``kernels/pathtracer.cu``
+for the image output) with the path tracer's own pipeline, module and NVRTC options. Each process checks that the module it compiled has the
 path tracer's entry points, so a faster compile that dropped code would show.
 
 Without a usable GPU it prints one line saying why and exits with status 1; a child process that fails prints
@@ -27,21 +27,23 @@ from optixasync.testing import child_output, require_gpu, run_main
 PROG = "bench_compile.py"
 
 CHILD = r"""
-import json, sys, time
+import dataclasses, json, sys, time
 import optixasync
 from optixasync import Module
-from optixasync.render import _program  # the path tracer's compile options (the benchmark compiles its module)
+from optixasync.render import _path  # the path tracer's compile options (the benchmark compiles its module)
+from optixasync.render._source import pathtracer_source
 from optixasync.testing import run_main
 
 def main():
     threads, abi = int(sys.argv[1]), int(sys.argv[2])
     ctx = optixasync.Context(abi=abi, disk_cache=False, warm_up=False)
+    source = pathtracer_source([1])  # the progressive frame's program: the image output
+    options = dataclasses.replace(_path.COMPILE_OPTIONS, include_dirs=source.include_dirs)
     start = time.perf_counter()
-    module = Module(ctx, "pathtracer.cu", pipeline_options=_program.PIPELINE_OPTIONS,
-                    module_options=_program.MODULE_OPTIONS, compile_options=_program.COMPILE_OPTIONS,
-                    compile_threads=threads)
+    module = Module(ctx, source.text, pipeline_options=_path.PIPELINE_OPTIONS, module_options=_path.MODULE_OPTIONS,
+                    compile_options=options, compile_threads=threads)
     total = time.perf_counter() - start
-    assert {"__raygen__pathtrace", "__closesthit__radiance"} <= module.entries, sorted(module.entries)
+    assert {"__raygen__outputs_1", "__closesthit__radiance"} <= module.entries, sorted(module.entries)
     print(json.dumps({"threads": threads, "abi": ctx.abi, "optix_s": module.optix_seconds,
                       "nvrtc_s": module.nvrtc_seconds, "ptx_cache_hit": module.ptx_cache_hit, "total_s": total,
                       "tasks": module.tasks_executed}))

@@ -8,16 +8,24 @@ calls: for these frames, the work run eagerly or the slot's graph launched, and 
 the host's whole frame (``begin_frame`` to the end of ``submit``), and how the frames ran (replays,
 captures, eager frames: a graph row with few replays measured nothing):
 
-* **empty frame**: the busy program with no spin and a 256-float readback (``bench_pipeline.py``'s
-  "empty frame"; round 1 measured its eager submit at 47 us p50, round 2 at 65 to 103 us);
-* **path tracer**: the Cornell box, 512x512, 1 spp per frame, progressive, the image read back every
-  frame (eager only for now: ``PathTracer.record`` writes the parameters and launches in one call, so it
-  has no work function to capture; ``--no-pathtracer`` leaves it out);
-* **cloth**: a rippling grid of about a million triangles moved by a kernel that reads the frame's time
-  from the parameters, refitted, traced at 256x256 and read back, every frame.
+* **empty frame (OptiX launch)**: the busy program with no spin and a 256-float readback
+  (``bench_pipeline.py``'s "empty frame"; round 1 measured its eager submit at 47 us p50, round 2 at 65 to
+  103 us); **empty frame (CUDA kernel)**: the same values from a CUDA kernel (``KernelBusyWorkload``). A
+  frame with an OptiX launch is not replayed (``LAUNCH_NOT_REPLAYABLE``): its graph rows run eagerly and
+  say so; the kernel rows are what replay costs;
+* **path tracer**: the render pipeline's progressive frame (``RenderPipeline.recorder``), the Cornell box,
+  512x512, 1 spp per frame, the image read back every frame (``--no-pathtracer`` leaves it out);
+* **cloth, render pipeline**: the pipeline's cloth (``ClothMotion``, about a million triangles): the
+  vertex kernel reading the frame's time on the GPU and the refit inside the graph, traced at 256x256 and
+  read back, every frame;
+* **cloth, scheduler work function**: a rippling grid of about a million triangles moved by a kernel that
+  reads the frame's time from the parameters, refitted, traced by the hello renderer at 256x256 and read
+  back (the scheduler's frame graphs without the render pipeline).
 
-Then a host-bound loop of tiny frames (the busy program, 10 us of GPU work, a 64x64 float readback, no
-host work between frames): frames per second, graph against eager.
+Then a host-bound loop of tiny frames (the busy program, then the CUDA-kernel workload; 10 us of GPU work, a 64x64 float readback, no
+host work between frames): frames per second, graph against eager. Last, the issue's targets against the
+measured graph rows (host submit p50: empty frame 5 us, path tracer 10 us, the pipeline's cloth 15 us;
+tiny frames 5x eager).
 
 Prints Markdown tables; a benchmark, not a test. Without a usable GPU it prints one line and exits 1.
 """
@@ -35,12 +43,15 @@ import numpy as np
 
 import optixasync
 from optixasync import AccelOptions, GeometryAccel, TriangleInput, struct_dtype
+from optixasync.render import ClothMotion, RenderOptions, RenderPipeline
+from optixasync.scene import ClothAnimation, cornell_box
 from optixasync.scheduler import FrameScheduler
 from optixasync.testing import (
     BUSY_PARAMS,
     HELLO_PARAMS,
     BusyWorkload,
     HelloRenderer,
+    KernelBusyWorkload,
     RippleAnimator,
     grid_mesh,
     require_gpu,
@@ -79,8 +90,11 @@ def measure(ctx: Any, params_dtype: Any, work: Any, body: Any, *, graphs: bool, 
             "eager": counts["eager"], "eager_reasons": counts["eager_reasons"]}
 
 
-def empty_frame(ctx: Any, busy: BusyWorkload) -> tuple[Any, Any, Any]:
+def empty_frame(ctx: Any, busy: BusyWorkload | KernelBusyWorkload) -> tuple[Any, Any, Any]:
     def work(f: Any) -> None:
+        if isinstance(busy, KernelBusyWorkload):
+            busy.record(f, 256)
+            return
         f.launch(busy.pipeline, busy.sbt, 256)
         f.readback(f.buffer("out", (256,), np.float32), "out")
 
@@ -116,12 +130,16 @@ class Cloth:
         p["view_min"], p["view_max"], p["eye_z"], p["t"] = (-0.8, -0.8), (0.8, 0.8), -1.0, 0.01 * k
 
 
-def tiny_frames_per_second(ctx: Any, busy: BusyWorkload, *, graphs: bool, frames: int) -> tuple[float, int]:
+def tiny_frames_per_second(ctx: Any, busy: BusyWorkload | KernelBusyWorkload, *, graphs: bool,
+                           frames: int) -> tuple[float, int]:
     """Frames per second of a host-bound loop of tiny frames (10 us of GPU work, a 64x64 float readback)."""
     n = 64 * 64
     sched = FrameScheduler(ctx, 3, params_dtype=BUSY_PARAMS, graphs=graphs)
 
     def work(f: Any) -> None:
+        if isinstance(busy, KernelBusyWorkload):
+            busy.record(f, n, spin_ns=10_000)
+            return
         f.launch(busy.pipeline, busy.sbt, n)
         f.readback(f.buffer("out", (n,), np.float32), "out")
 
@@ -145,22 +163,52 @@ def tiny_frames_per_second(ctx: Any, busy: BusyWorkload, *, graphs: bool, frames
     return fps, replays
 
 
-def pathtracer_case(ctx: Any) -> tuple[Any, Any, Any, Any]:
-    """The path tracer's progressive frame as (params dtype, work, body, tracer).
+def measure_pipeline(ctx: Any, cloth: ClothAnimation | None, *, graphs: bool, frames: int, warmup: int,
+                     size: int) -> dict[str, Any]:
+    """The render pipeline's frames (1 spp, the image read back; the cloth moved and refitted when given)."""
+    scene = cloth.scene() if cloth is not None else cornell_box()
+    options = RenderOptions(width=size, height=size, spp=1, max_depth=8)
+    with RenderPipeline(ctx, scene, options, graphs=graphs, frames_in_flight=3) as pipeline:
+        recorder = pipeline.recorder(1, update=ClothMotion(cloth) if cloth is not None else None, readback="image")
+        sched = pipeline.scheduler
+        whole = []
+        for k in range(warmup + frames):
+            start = time.perf_counter()
+            with sched.frame() as f:
+                recorder.record(f, k)
+            if k >= warmup:
+                whole.append((time.perf_counter() - start) * 1e6)
+            for result in sched.poll():
+                result.release()
+        for result in sched.drain():
+            result.release()
+        kept = sched.stats.frames[-frames:]
+        submit = [s.submit_ms * 1e3 for s in kept]
+        counts = sched.stats.graphs.as_dict()
+    return {"submit_p50_us": statistics.median(submit), "submit_p95_us": _p(submit, 0.95),
+            "frame_p50_us": statistics.median(whole), "replays": counts["replays"], "captures": counts["captures"],
+            "eager": counts["eager"], "eager_reasons": counts["eager_reasons"]}
 
-    Its frames are recorded in one call (``PathTracer.record``: parameters, launch and readback), so there is
-    no work function yet and only the eager row is measured; the render pipeline's capturable frames give
-    the graph row.
-    """
-    from optixasync.render import PathTracer, RenderOptions
-    from optixasync.scene import cornell_box
 
-    tracer = PathTracer(ctx, cornell_box(), RenderOptions(width=512, height=512, spp=1, max_depth=8))
+#: The issue's targets: host submit p50 of a replayed frame, in microseconds, by case.
+TARGETS_US = {"empty frame": 5.0, "path tracer": 10.0, "cloth, render pipeline": 15.0}
+#: The tiny frames' rate, graph against eager.
+TARGET_SPEEDUP = 5.0
 
-    def body(f: Any, k: int) -> None:
-        tracer.record(f, 1, readback="image")
 
-    return tracer.params_dtype, None, body, tracer
+def print_targets(rows: list[dict[str, Any]], speedups: dict[str, float]) -> None:
+    print("\n| target | measured | met |")
+    print("|---|---|---|")
+    for r in rows:
+        target = next((us for name, us in TARGETS_US.items() if r["case"].startswith(name)), None)
+        if r["mode"] == "graph" and target is not None:
+            met = "yes" if r["submit_p50_us"] <= target and r["replays"] else "no"
+            if not r["replays"]:
+                met += " (ran eagerly: " + "; ".join(sorted(r["eager_reasons"]))[:90] + ")"
+            print(f"| {r['case']}: host submit p50 <= {target:g} us | {r['submit_p50_us']:.1f} us | {met} |")
+    for name, speedup in speedups.items():
+        print(f"| tiny frames ({name}): graph >= {TARGET_SPEEDUP:g}x eager | {speedup:.2f}x | "
+              f"{'yes' if speedup >= TARGET_SPEEDUP else 'no'} |")
 
 
 def main() -> None:
@@ -175,36 +223,41 @@ def main() -> None:
     require_gpu()
     rows: list[dict[str, Any]] = []
     with optixasync.Context() as ctx:
-        busy = BusyWorkload(ctx)
-        cases: list[tuple[str, tuple[Any, Any, Any], int]] = [("empty frame", empty_frame(ctx, busy), args.frames)]
-        tracer = None
+        busy, kernel = BusyWorkload(ctx), KernelBusyWorkload()
+        for name, workload in (("empty frame (OptiX launch)", busy), ("empty frame (CUDA kernel)", kernel)):
+            rows += [{"case": name, "mode": "graph" if graphs else "eager",
+                      **measure(ctx, *empty_frame(ctx, workload), graphs=graphs, frames=args.frames,
+                                warmup=args.warmup)} for graphs in (False, True)]
         if args.pathtracer:
-            *pathtracer, tracer = pathtracer_case(ctx)
-            cases.append(("path tracer 512x512, 1 spp, readback", tuple(pathtracer), args.frames))
+            rows += [{"case": "path tracer (RenderPipeline) 512x512, 1 spp, readback",
+                      "mode": "graph" if graphs else "eager",
+                      **measure_pipeline(ctx, None, graphs=graphs, frames=args.frames, warmup=args.warmup, size=512)}
+                     for graphs in (False, True)]
+        animation = ClothAnimation(cells=708)
+        rows += [{"case": f"cloth, render pipeline: {animation.num_triangles:,} triangles refitted, 256x256 readback",
+                  "mode": "graph" if graphs else "eager",
+                  **measure_pipeline(ctx, animation, graphs=graphs, frames=args.cloth_frames, warmup=args.warmup,
+                                     size=256)} for graphs in (False, True)]
         cloth = Cloth(ctx)
-        cases.append((f"cloth, {cloth.triangles:,} triangles refitted, 256x256 readback",
-                      (CLOTH_PARAMS, cloth.work, cloth.body), args.cloth_frames))
-        for label, (dtype, work, body), frames in cases:
-            for graphs in (False, True) if work is not None else (False,):
-                row = measure(ctx, dtype, work, body, graphs=graphs, frames=frames, warmup=args.warmup)
-                rows.append({"case": label, "mode": "graph" if graphs else "eager", **row})
-        if tracer is not None:
-            tracer.close()
-        tiny = {mode: tiny_frames_per_second(ctx, busy, graphs=mode == "graph", frames=args.tiny_frames)
-                for mode in ("eager", "graph")}
+        rows += [{"case": f"cloth, scheduler work function: {cloth.triangles:,} triangles refitted, 256x256 readback",
+                  "mode": "graph" if graphs else "eager",
+                  **measure(ctx, CLOTH_PARAMS, cloth.work, cloth.body, graphs=graphs, frames=args.cloth_frames,
+                            warmup=args.warmup)} for graphs in (False, True)]
+        tiny = {f"{mode}, {name}": tiny_frames_per_second(ctx, workload, graphs=mode == "graph",
+                                                          frames=args.tiny_frames)
+                for name, workload in (("OptiX launch", busy), ("CUDA kernel", kernel)) for mode in ("eager", "graph")}
     print("\n| frame | mode | host submit us (p50/p95) | host frame us (p50) | replays / captures / eager |")
     print("|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['case']} | {r['mode']} | {r['submit_p50_us']:.1f}/{r['submit_p95_us']:.1f} | "
               f"{r['frame_p50_us']:.1f} | {r['replays']} / {r['captures']} / {r['eager']} |")
-    if tracer is not None:
-        print("\n(the path tracer's frames are recorded in one call, PathTracer.record: eager only until the render "
-              "pipeline's frames are capturable)")
     print("\n| host-bound loop of tiny frames | frames/s | replays |")
     print("|---|---|---|")
     for mode, (fps, replays) in tiny.items():
         print(f"| {mode} | {fps:.0f} | {replays} |")
-    print(f"\ngraph / eager: {tiny['graph'][0] / tiny['eager'][0]:.2f}x")
+    speedups = {name: tiny[f"graph, {name}"][0] / tiny[f"eager, {name}"][0] for name in ("OptiX launch", "CUDA kernel")}
+    print("\n" + ", ".join(f"graph / eager, {name}: {x:.2f}x" for name, x in speedups.items()))
+    print_targets(rows, speedups)
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w") as f:

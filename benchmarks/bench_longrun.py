@@ -137,12 +137,17 @@ def busy_soak(ctx: Any, busy: Any, frames: int, warmup: int) -> dict[str, Any]:
 # -- (c) path-tracer soak ----------------------------------------------------------------------------------------
 
 def pt_soak(ctx: Any, mode: str, frames: int, warmup: int, size: int) -> dict[str, Any]:
-    from optixasync.render import PathTracer, RenderOptions
+    from optixasync.render import RenderOptions
     from optixasync.scene import cornell_box
 
+    try:  # the render pipeline
+        from optixasync.render import RenderPipeline as Renderer
+    except ImportError:  # the earlier trees (--before, and before the render pipeline) had the path tracer alone
+        from optixasync.render import PathTracer as Renderer  # type: ignore[attr-defined,no-redef]
+
     stream = optixasync.cuda.create_stream()
-    tracer = PathTracer(ctx, cornell_box(), RenderOptions(width=size, height=size), stream=stream)
-    sched = FrameScheduler(ctx, 2, params_dtype=tracer.params_dtype, stream=stream)
+    renderer = Renderer(ctx, cornell_box(), RenderOptions(width=size, height=size), stream=stream)
+    sched = FrameScheduler(ctx, 2, params_dtype=renderer.params_dtype, stream=stream)
     seen: list[int] = []
     bad: list[int] = []
     pending: list[Any] = []
@@ -164,7 +169,7 @@ def pt_soak(ctx: Any, mode: str, frames: int, warmup: int, size: int) -> dict[st
             settle()
             mark = {"rss": rss_mib(), "device": device_used(ctx), "t": time.perf_counter()}
         with sched.frame() as f:
-            tracer.record(f, 1)
+            renderer.record(f, 1)  # one spp, the image read back
         use = mode if mode != "mixed" else ("poll", "handles", "callbacks", "asyncio")[k % 4]
         if use == "callbacks":
             f.handle.add_done_callback(lambda h: take(h.result()))
@@ -187,7 +192,7 @@ def pt_soak(ctx: Any, mode: str, frames: int, warmup: int, size: int) -> dict[st
            "exactly_once": len(seen) == len(set(seen)), "bad": len(bad),
            "dropped": getattr(sched.stats, "dropped_results", 0)}
     sched.close()
-    tracer.close()
+    renderer.close()
     return row
 
 

@@ -6,7 +6,7 @@ Two jobs, each timed on the host clock from the call to the last result (image s
 median of ``--repeats`` after a warm-up run that compiles and builds on every worker:
 
 (a) Offline: the Cornell box at 1024x1024, ``--spp`` samples per pixel, depth 8. One GPU is
-    ``PathTracer.render``; the farms split the samples, one range per worker, and add the sums on the host.
+    ``RenderPipeline.render``; the farms split the samples, one range per worker, and add the sums on the host.
 (b) Sequence: ``--frames`` frames of the cloth animation (708 cells: 1,002,528 triangles refitted per frame),
     512x512, 16 spp per frame, every frame written as a PNG. One GPU is the frame scheduler with two frames
     in flight and two PNG threads, as ``optixasync render --frames`` runs it; the farms deal the frames.
@@ -33,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pathtracer import device_info, json_default, table  # noqa: E402
 
 import optixasync  # noqa: E402
-from optixasync.multi import ClothMotion, DaskGPUs, Farm, FunctionFactory, LocalGPUs, run_in_order  # noqa: E402
-from optixasync.render import ImageWriter, PathTracer, RenderOptions, numbered_path  # noqa: E402
+from optixasync.io import ImageWriter, numbered_path  # noqa: E402
+from optixasync.multi import DaskGPUs, Farm, FunctionFactory, LocalGPUs, run_in_order  # noqa: E402
+from optixasync.render import ClothMotion, RenderOptions, RenderPipeline  # noqa: E402
 from optixasync.scene import ClothAnimation, cornell_box  # noqa: E402
 from optixasync.testing import require_gpu, run_main  # noqa: E402
 
@@ -78,9 +79,9 @@ def dask_cluster(n: int) -> Any:
 
 
 def offline_one_gpu(options: RenderOptions, repeats: int) -> dict[str, Any]:
-    with optixasync.Context() as ctx, PathTracer(ctx, cornell_box(), options) as tracer:
-        tracer.render(16)  # warm-up: the structure is compacted, the pool holds the buffers
-        return timed(tracer.render, repeats)
+    with optixasync.Context() as ctx, RenderPipeline(ctx, cornell_box(), options) as pipeline:
+        pipeline.render(16)  # warm-up: the structure is compacted, the pool holds the buffers
+        return timed(pipeline.render, repeats)
 
 
 def offline_farm(options: RenderOptions, backend: Any, repeats: int) -> dict[str, Any]:
@@ -99,10 +100,11 @@ def sequence_one_gpu(cloth: ClothAnimation, options: RenderOptions, frames: int,
     from optixasync.cuda import create_stream
     from optixasync.scheduler import FrameScheduler
 
+    motion = ClothMotion(cloth)
     with optixasync.Context() as ctx:
         stream = create_stream()
-        with PathTracer(ctx, cloth.scene(), options, stream=stream) as tracer, \
-                FrameScheduler(ctx, 2, params_dtype=tracer.params_dtype, stream=stream) as sched:
+        with RenderPipeline(ctx, cloth.scene(), options, stream=stream) as pipeline, \
+                FrameScheduler(ctx, 2, params_dtype=pipeline.params_dtype, stream=stream) as sched:
             def run(count: int = frames) -> None:
                 with ImageWriter(workers=writers) as writer:
                     def consume(results: list[Any]) -> None:
@@ -111,9 +113,9 @@ def sequence_one_gpu(cloth: ClothAnimation, options: RenderOptions, frames: int,
 
                     for k in range(count):
                         with sched.frame() as f:
-                            cloth.update(tracer, k / 30, f)
-                            tracer.reset()
-                            tracer.record(f, options.spp, readback="image")
+                            motion.move(pipeline, k / 30, f)  # the vertex kernel, then the refit
+                            pipeline.reset()
+                            pipeline.record(f, options.spp, readback="image")
                         consume(sched.poll())
                     consume(sched.drain())
 

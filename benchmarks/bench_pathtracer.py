@@ -3,7 +3,7 @@
     python benchmarks/bench_pathtracer.py [--quick] [--out bench_out/pathtracer.json] [--image cornell_box.png]
 
 (a) Offline: the Cornell box at 1024x1024, 64 spp, max depth 8, rendered by
-    ``PathTracer.render`` (one launch); Msamples/s = width * height * spp /
+    ``RenderPipeline.render`` (one launch); Msamples/s = width * height * spp /
     GPU time of the launch (``last_launch_ms``, from CUDA events around it).
     2 warm-up runs, then the median (and min/max) of ``--runs`` runs.
 (b) Progressive: 512x512, 1 spp per frame, through the FrameScheduler (N = 2
@@ -37,14 +37,10 @@ import numpy as np
 
 import optixasync
 from optixasync.cuda import create_stream
-from optixasync.render import PathTracer, RenderOptions, write_image
-from optixasync.scene import (
-    CORNELL_COLORS,
-    CORNELL_LIGHT_RADIANCE,
-    CORNELL_TRANSFORMS,
-    ClothAnimation,
-    cornell_box,
-)
+from optixasync.io import tonemap_srgb, write_image
+from optixasync.render import ClothMotion, RenderOptions, RenderPipeline
+from optixasync.scene import ClothAnimation, cornell_box
+from optixasync.scene.demo import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_TRANSFORMS
 from optixasync.scheduler import FrameScheduler
 from optixasync.testing import require_gpu, run_main
 
@@ -73,14 +69,14 @@ def offline(ctx: Any, args: argparse.Namespace) -> dict[str, Any]:
     options = RenderOptions(width=args.size, height=args.size, spp=args.spp, max_depth=8)
     stream = create_stream()
     gpu_ms, wall_ms = [], []
-    with PathTracer(ctx, cornell_box(), options, stream=stream) as tracer:
+    with RenderPipeline(ctx, cornell_box(), options, stream=stream) as pipeline:
         image = None
         for run in range(2 + args.runs):
             start = time.perf_counter()
-            image = tracer.render()  # one launch of all spp (no progress callback); waits for the image
+            image = pipeline.render()  # one launch of all spp (no progress callback); waits for the image
             wall = (time.perf_counter() - start) * 1e3
             if run >= 2:
-                gpu_ms.append(float(tracer.last_launch_ms))
+                gpu_ms.append(float(pipeline.last_launch_ms))
                 wall_ms.append(wall)
     samples = args.size * args.size * args.spp
     gpu, wall = spread(gpu_ms), spread(wall_ms)
@@ -112,17 +108,17 @@ def frame_row(label: str, n: int, summary: dict[str, Any], **extra: Any) -> dict
     }
 
 
-def run_frames(ctx: Any, tracer: Any, stream: Any, n: int, frames: int, warmup: int, readback: bool,
+def run_frames(ctx: Any, pipeline: Any, stream: Any, n: int, frames: int, warmup: int, readback: bool,
                before_record: Any = None) -> dict[str, Any]:
     """Record ``warmup + frames`` frames of 1 spp; returns the scheduler summary of the last ``frames``."""
-    sched = FrameScheduler(ctx, n, params_dtype=tracer.params_dtype, stream=stream)
+    sched = FrameScheduler(ctx, n, params_dtype=pipeline.params_dtype, stream=stream)
     delivered = 0
     try:
         for k in range(warmup + frames):
             with sched.frame() as f:
                 if before_record is not None:
                     before_record(k, f)
-                tracer.record(f, 1, readback="image" if readback else None)
+                pipeline.record(f, 1, readback="image" if readback else None)
             delivered += len(sched.poll())  # results are dropped: the benchmark measures the pipeline
         delivered += len(sched.drain())
     finally:
@@ -135,11 +131,11 @@ def progressive(ctx: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
     stream = create_stream()
     rows = []
     options = RenderOptions(width=512, height=512, spp=1, max_depth=8)
-    with PathTracer(ctx, cornell_box(), options, stream=stream) as tracer:
+    with RenderPipeline(ctx, cornell_box(), options, stream=stream) as pipeline:
         for readback in (True, False):
             for n in (2, 3):
-                tracer.reset()
-                summary = run_frames(ctx, tracer, stream, n, args.frames, args.warmup, readback)
+                pipeline.reset()
+                summary = run_frames(ctx, pipeline, stream, n, args.frames, args.warmup, readback)
                 label = f"N={n}, {'readback every frame' if readback else 'no readback'}"
                 rows.append(frame_row(label, n, summary, readback=readback))
     return rows
@@ -150,13 +146,14 @@ def cloth(ctx: Any, args: argparse.Namespace) -> dict[str, Any]:
     scene = animation.scene()
     stream = create_stream()
     options = RenderOptions(width=512, height=512, spp=1, max_depth=8)
-    with PathTracer(ctx, scene, options, stream=stream) as tracer:
+    motion = ClothMotion(animation)
+    with RenderPipeline(ctx, scene, options, stream=stream) as pipeline:
         def move(k: int, frame: Any) -> None:
-            animation.update(tracer, k / 60.0, frame)
-            tracer.reset()  # every frame is a new image of the moved cloth
+            motion.move(pipeline, k / 60.0, frame)  # the vertex kernel and the refit, on the frame's stream
+            pipeline.reset()  # every frame is a new image of the moved cloth
 
         frames = max(args.frames // 2, 50)
-        summary = run_frames(ctx, tracer, stream, 2, frames, max(args.warmup // 2, 10), True, move)
+        summary = run_frames(ctx, pipeline, stream, 2, frames, max(args.warmup // 2, 10), True, move)
     return frame_row(f"cloth {animation.num_triangles:,} triangles, N=2", 2, summary,
                      triangles=animation.num_triangles)
 
@@ -278,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"## Path tracer on {report['device']['gpu']}\n")
         print(f"(a) Cornell box {a['width']}x{a['height']}, {a['spp']} spp, max depth 8 "
               f"(median of {a['runs']} runs after 2 warm-ups)\n")
-        print(table([{"what": "optixasync PathTracer.render", **{k: a["gpu_ms"][k] for k in ("median", "min", "max")},
+        print(table([{"what": "optixasync RenderPipeline.render",
+                      **{k: a["gpu_ms"][k] for k in ("median", "min", "max")},
                       "wall": a["wall_ms"]["median"], "ms": a["msamples_per_s"], "best": a["msamples_per_s_best"],
                       "msw": a["msamples_per_s_wall"]}],
                     [("what", "renderer", ""), ("median", "GPU ms (median)", ".2f"), ("min", "min", ".2f"),
@@ -301,8 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         print(table([c], frame_columns))
 
         if args.image:
-            with PathTracer(ctx, cornell_box(), RenderOptions(width=512, height=512, spp=256, max_depth=8)) as tracer:
-                path = write_image(args.image, tracer.tonemap(tracer.render()))
+            still = RenderOptions(width=512, height=512, spp=256, max_depth=8)
+            with RenderPipeline(ctx, cornell_box(), still) as pipeline:
+                path = write_image(args.image, tonemap_srgb(pipeline.render()))
             report["image"] = str(path)
     # Mitsuba last, after our context is closed: the two renderers never share the GPU at the same time.
     if args.no_mitsuba:

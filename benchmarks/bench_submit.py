@@ -27,6 +27,15 @@ The stubs cost little but not nothing (about 0.2 us per
 stubbed call on a 2020s laptop core); the real calls add their own time on a
 GPU machine.
 
+A second table does the same for the render pipeline's frames
+(:class:`optixasync.testing.StubRender`: the real pipeline, device scene
+and scheduler, the path integrator's parameter packing and launch, nothing
+compiled): the progressive 512x512 1-spp frame with its image read back, and
+the cloth frame (a million triangles: its vertex kernel and refit), eager and
+as frame graphs replayed. Phases: ``begin_frame``, ``record`` (the
+recorder's host part: checks, parameters, the slot's buffers; eager, also the
+launch and readback), ``submit``, ``poll``, the frame.
+
 Prints Markdown tables; a benchmark, not a test: nothing here asserts a time.
 """
 
@@ -42,8 +51,10 @@ from typing import Any
 
 import numpy as np
 
+from optixasync.render import ClothMotion, RenderOptions, RenderPipeline
+from optixasync.scene import ClothAnimation, cornell_box
 from optixasync.scheduler import FrameScheduler
-from optixasync.testing import BUSY_PARAMS, StubCuda
+from optixasync.testing import BUSY_PARAMS, StubCuda, StubRender
 
 N_OUT = 256
 PHASES = ("begin_frame", "body", "launch", "readback", "submit", "poll", "frame")
@@ -136,12 +147,93 @@ class Case:
         self.sched.close()
 
 
-def print_table(rows: list[dict[str, Any]]) -> None:
-    print("| case | " + " | ".join(f"{p} us (p50/p95)" for p in PHASES) + " | scheduler submit_ms as us (p50/p95) |")
-    print("|---|" + "---|" * (len(PHASES) + 1))
+PIPELINE_PHASES = ("begin_frame", "record", "submit", "poll", "frame")
+
+
+class PipelineCase:
+    """A render pipeline's frame over the stubs, eager or as the slot's graph replayed, phase by phase."""
+
+    def __init__(self, cuda: StubCuda, label: str, *, graph: bool, cloth: bool, size: int = 512) -> None:
+        self.label = label
+        self._render = StubRender(cuda)
+        self._render.__enter__()
+        animation = ClothAnimation(cells=708) if cloth else None  # about a million triangles
+        scene = animation.scene() if animation is not None else cornell_box()
+        self.pipeline = RenderPipeline(cuda.context(), scene, RenderOptions(width=size, height=size, spp=1),
+                                       graphs=graph, frames_in_flight=3, scheduler_options={"completion_thread": False})
+        self.recorder = self.pipeline.recorder(1, update=ClothMotion(animation) if animation else None,
+                                               readback="image")
+        self.sched = self.pipeline.scheduler
+        self.times: dict[str, list[int]] = {name: [] for name in PIPELINE_PHASES}
+
+    def frame(self, k: int, keep: bool) -> None:
+        clock = time.perf_counter_ns
+        sched = self.sched
+        t0 = clock()
+        f = sched.begin_frame()
+        t1 = clock()
+        self.recorder.record(f, k)
+        t2 = clock()
+        sched.submit(f)
+        t3 = clock()
+        for result in sched.poll():
+            result.release()
+        t4 = clock()
+        if keep:
+            for name, value in zip(PIPELINE_PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0), strict=True):
+                self.times[name].append(value)
+
+    def run(self, frames: int, warmup: int) -> dict[str, Any]:
+        for k in range(warmup + frames):
+            self.frame(k, keep=k >= warmup)
+        for result in self.sched.drain():
+            result.release()
+        summary = self.sched.stats.summary(skip=warmup)
+        row: dict[str, Any] = {"case": self.label, "graphs": self.sched.stats.graphs.as_dict()}
+        for name in PIPELINE_PHASES:
+            row[name] = _quantiles(self.times[name])
+        row["submit_ms"] = (summary["submit_ms"]["median"] * 1e3, summary["submit_ms"]["p95"] * 1e3)
+        return row
+
+    def profile(self, frames: int, top: int) -> str:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for k in range(frames):
+            self.frame(k, keep=False)
+        profiler.disable()
+        import io
+
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+        return out.getvalue()
+
+    def close(self) -> None:
+        self.pipeline.close()
+        self._render.__exit__(None, None, None)
+
+
+def print_table(rows: list[dict[str, Any]], phases: tuple[str, ...] = PHASES) -> None:
+    print("| case | " + " | ".join(f"{p} us (p50/p95)" for p in phases) + " | scheduler submit_ms as us (p50/p95) |")
+    print("|---|" + "---|" * (len(phases) + 1))
     for row in rows:
-        cells = [f"{row[p][0]:.1f}/{row[p][1]:.1f}" for p in PHASES]
+        cells = [f"{row[p][0]:.1f}/{row[p][1]:.1f}" for p in phases]
         print(f"| {row['case']} | " + " | ".join(cells) + f" | {row['submit_ms'][0]:.1f}/{row['submit_ms'][1]:.1f} |")
+
+
+def pipeline_rows(frames: int, warmup: int, profile: int) -> tuple[list[dict[str, Any]], str]:
+    """The render pipeline's rows (and the eager progressive frame's profile, with ``profile``)."""
+    rows, listing = [], ""
+    for label, graph, cloth in (("progressive 512x512 1 spp, eager", False, False),
+                                ("progressive 512x512 1 spp, frame graph replayed", True, False),
+                                ("cloth 1M triangles (vertex kernel + refit), eager", False, True),
+                                ("cloth 1M triangles (vertex kernel + refit), frame graph replayed", True, True)):
+        with StubCuda() as cuda:
+            case = PipelineCase(cuda, label, graph=graph, cloth=cloth)
+            rows.append(case.run(frames, warmup))
+            if profile and not graph and not cloth:
+                listing = case.profile(min(frames, 5000), profile)
+            case.close()
+    return rows, listing
 
 
 def main() -> None:
@@ -153,6 +245,8 @@ def main() -> None:
                         help="GPU time of a frame in the modelled-GPU row (the H200's empty frame: about 60 us)")
     parser.add_argument("--no-graphs", dest="graphs", action="store_false",
                         help="only the eager rows (the frame graph rows stub the graph calls too)")
+    parser.add_argument("--no-pipeline", dest="pipeline", action="store_false",
+                        help="leave out the render pipeline's rows")
     parser.add_argument("--json", default=None, help="write the rows to this file")
     args = parser.parse_args()
     rows = []
@@ -175,9 +269,19 @@ def main() -> None:
     if args.profile:
         print("\ncProfile of 5000 frames, inline retirement, by own time:\n")
         print(profile)
+    pipeline, listing = pipeline_rows(args.frames // 4, args.warmup // 4, args.profile) if args.pipeline else ([], "")
+    if pipeline:
+        print(f"\nRender pipeline frames, CUDA and OptiX stubbed, {args.frames // 4} frames after "
+              f"{args.warmup // 4} of warm-up, inline retirement\n")
+        print_table(pipeline, PIPELINE_PHASES)
+        print("\n" + "\n".join(f"- {r['case']}: replays {r['graphs']['replays']}, captures {r['graphs']['captures']}, "
+                               f"eager {r['graphs']['eager']}" for r in pipeline))
+    if listing:
+        print("\ncProfile of the eager progressive frame, by own time:\n")
+        print(listing)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+            json.dump({"args": vars(args), "rows": rows, "pipeline": pipeline}, f, indent=1)
 
 
 if __name__ == "__main__":

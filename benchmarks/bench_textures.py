@@ -5,7 +5,7 @@ colour, a metallic-roughness map and a normal map -- on a smooth sphere over a
 ground plane, and an EXR sky; then, in one process:
 
 1. reads it back with :func:`optixasync.scene.load_gltf` (host time);
-2. creates the :class:`~optixasync.render.PathTracer` (host time of the
+2. creates the :class:`~optixasync.render.RenderPipeline` (host time of the
    set-up call, and the GPU time until its stream drained: the textures go
    host -> pinned staging -> device -> CUDA array on the set-up stream);
 3. renders ``--frames`` progressive frames of 1 spp through a
@@ -138,8 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     from optixasync import Context
     from optixasync.cuda import create_stream, synchronize
     from optixasync.diagnostics import syncwatch
-    from optixasync.render import DeviceTextures, PathTracer, RenderOptions, write_image
-    from optixasync.scene import load_environment, load_gltf, material_environment
+    from optixasync.io import write_image
+    from optixasync.render import RenderOptions, RenderPipeline
+    from optixasync.render._textures import DeviceTextures  # the upload alone has no public door
+    from optixasync.scene import load_environment, load_gltf
+    from optixasync.scene.demo import material_environment
     from optixasync.scheduler import FrameScheduler
 
     out = Path(args.out)
@@ -172,17 +175,17 @@ def main(argv: list[str] | None = None) -> int:
         report["upload_drain_ms"] = (time.perf_counter() - start) * 1e3
         uploaded.close()
         start = time.perf_counter()
-        tracer = PathTracer(ctx, scene, options, stream=stream)
+        pipeline = RenderPipeline(ctx, scene, options, stream=stream)
         report["setup_call_ms"] = (time.perf_counter() - start) * 1e3
         start = time.perf_counter()
         synchronize(stream)
         report["setup_drain_ms"] = (time.perf_counter() - start) * 1e3
-        with tracer, FrameScheduler(ctx, 2, params_dtype=tracer.params_dtype, stream=stream) as sched:
+        with pipeline, FrameScheduler(ctx, 2, params_dtype=pipeline.params_dtype, stream=stream) as sched:
             def frames(count: int) -> int:
                 delivered = 0
                 for _ in range(count):
                     with sched.frame() as frame:
-                        tracer.record(frame, 1, readback="image")
+                        pipeline.record(frame, 1, readback="image")
                     delivered += len(sched.poll())
                 return delivered
 
@@ -202,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"asset {asset} ({report['asset_mb']:.1f} MB), textures {report['texture_mb']:.0f} MB of texels")
     print(f"write {report['write_s']:.1f} s, load {report['load_s']:.1f} s; texture upload alone: "
           f"{report['upload_call_ms']:.0f} ms in the call, the stream drained {report['upload_drain_ms']:.0f} ms later; "
-          f"PathTracer() {report['setup_call_ms']:.0f} ms (kernel compiled or read from the cache), "
+          f"RenderPipeline() {report['setup_call_ms']:.0f} ms (kernel compiled or read from the cache), "
           f"stream drained {report['setup_drain_ms']:.0f} ms later")
     print(f"{args.frames} frames at {args.width}x{args.width}, 1 spp: {report['fps']:.1f} fps, "
           f"{report['delivered']} delivered, GPU busy {report['gpu_busy']}")

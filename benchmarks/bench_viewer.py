@@ -57,7 +57,7 @@ def make_source(args: argparse.Namespace) -> Any:
         return CpuFrameSource(args.width, args.height, max_samples=10**9)
     if args.gpu:
         from optixasync.scene import cornell_box
-        from optixasync.viewer._gpu import PathTracerSource
+        from optixasync.viewer import PathTracerSource
 
         return PathTracerSource(cornell_box(), args.width, args.height)
     renderer = CpuRenderer(seed=1)
@@ -90,6 +90,17 @@ def loop_fps(source: Any, seconds: float) -> float:
     start, count = time.perf_counter(), source.loops
     time.sleep(seconds)
     return (source.loops - count) / (time.perf_counter() - start)
+
+
+def wait_for_loops(source: Any, loops: int, timeout: float = 120.0) -> None:
+    """Wait until ``source`` has run ``loops`` loops (its warm-up); RuntimeError if it does not within ``timeout``."""
+    deadline = time.perf_counter() + timeout
+    while source.loops < loops:
+        if getattr(source, "error", None) is not None:
+            raise RuntimeError("the source stopped") from source.error
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"the source ran {source.loops} loops in {timeout:.0f} s; it did not start")
+        time.sleep(0.05)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -161,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     source = make_source(args)
     sink = NullSink(source.initial_camera, source.initial_settings)
     source.start(sink)
-    time.sleep(0.5)
+    wait_for_loops(source, 3)  # the GPU source compiles its pipeline in its first loop
     alone = loop_fps(source, args.seconds)
     source.stop()
     with Viewer(source, quality=args.quality, encoders=args.encoders, encoder_backend=args.backend,

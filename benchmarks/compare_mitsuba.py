@@ -34,7 +34,7 @@ images tonemapped to sRGB with a clamp at 1.
 Speed (``--no-perf`` skips it), each renderer warm (one untimed run first):
 (a) the material scene (:func:`material_scene`) at ``--perf-size``,
 ``--perf-spp`` spp, max depth 8, median of 3 wall times (ours: the call to
-``PathTracer.render``, which waits for the image; Mitsuba: ``mi.render`` then
+``RenderPipeline.render``, which waits for the image; Mitsuba: ``mi.render`` then
 ``dr.sync_thread()``); Mitsuba has no twin for its 4 glTF spheres and the
 alpha-masked leaf, so it renders stand-ins there (``principled`` and a
 ``mask`` of the leaf's thresholded alpha) of similar cost: a speed
@@ -81,14 +81,12 @@ from optixasync.scene import (
     Environment,
     Material,
     Scene,
-    bumps_normal_map,
-    checker_texture,
     cornell_box,
-    material_environment,
     material_scene,
     rectangle,
     sphere,
 )
+from optixasync.scene.demo import bumps_normal_map, checker_texture, material_environment
 from optixasync.testing import (
     PASS_FRACTION,
     MissingMitsubaError,
@@ -161,19 +159,19 @@ def error_text(exc: BaseException) -> str:
 
 def render_ours(ctx: Any, scene: Scene, args: argparse.Namespace) -> dict[str, Any]:
     """``--seeds`` renders of ``--spp`` each; (K, H, W, 3) float32 and the wall ms of each render."""
-    from optixasync.render import PathTracer, RenderOptions
+    from optixasync.render import RenderOptions, RenderPipeline
 
     base = RenderOptions(width=args.size, height=args.size, spp=args.spp, max_depth=args.max_depth,
                          rr_depth=args.rr_depth, seed=0)
     images, wall_ms, gpu_ms, nonfinite = [], [], [], 0
-    with PathTracer(ctx, scene, base) as tracer:
+    with RenderPipeline(ctx, scene, base) as pipeline:
         for seed in range(args.seeds):
-            tracer.options = dataclasses.replace(base, seed=seed)
+            pipeline.options = dataclasses.replace(base, seed=seed)
             start = time.perf_counter()
-            images.append(np.array(tracer.render(), np.float32))
+            images.append(np.array(pipeline.render(), np.float32))
             wall_ms.append((time.perf_counter() - start) * 1e3)
-            gpu_ms.append(float(tracer.last_render_ms or float("nan")))
-            nonfinite += int(tracer.last_nonfinite)  # NaN/Inf samples the kernel dropped: a bias, if any
+            gpu_ms.append(float(pipeline.last_render_ms or float("nan")))
+            nonfinite += int(pipeline.last_nonfinite)  # NaN/Inf samples the kernel dropped: a bias, if any
     return {"images": np.stack(images), "ms": statistics.median(wall_ms), "gpu_ms": statistics.median(gpu_ms),
             "nonfinite": nonfinite}
 
@@ -352,7 +350,7 @@ def guarded(out: dict[str, Any], key: str, work: Callable[[], Any]) -> None:
 def perf_ours(ctx: Any, args: argparse.Namespace) -> dict[str, Any]:
 
     from optixasync.cuda import create_stream
-    from optixasync.render import PathTracer, RenderOptions
+    from optixasync.render import RenderOptions, RenderPipeline
 
     out: dict[str, Any] = {}
     size, spp = args.perf_size, args.perf_spp
@@ -360,19 +358,19 @@ def perf_ours(ctx: Any, args: argparse.Namespace) -> dict[str, Any]:
     def offline() -> dict[str, Any]:
         stream = create_stream()
         options = RenderOptions(width=size, height=size, spp=spp, max_depth=8)
-        with PathTracer(ctx, material_scene(), options, stream=stream) as tracer:
-            tracer.render()  # warm-up: compaction, caches
-            wall = median_ms(tracer.render)
-            return {"wall_ms": wall, "gpu_ms": float(tracer.last_render_ms or float("nan"))}
+        with RenderPipeline(ctx, material_scene(), options, stream=stream) as pipeline:
+            pipeline.render()  # warm-up: compaction, caches
+            wall = median_ms(pipeline.render)
+            return {"wall_ms": wall, "gpu_ms": float(pipeline.last_render_ms or float("nan"))}
 
     def progressive() -> dict[str, Any]:
         stream = create_stream()
         rows = {}
-        with PathTracer(ctx, material_scene(), RenderOptions(width=size, height=size, spp=1, max_depth=8),
-                        stream=stream) as tracer:
+        with RenderPipeline(ctx, material_scene(), RenderOptions(width=size, height=size, spp=1, max_depth=8),
+                            stream=stream) as pipeline:
             for readback in (True, False):
-                tracer.reset()
-                s = run_frames(ctx, tracer, stream, 2, args.frames, 10, readback)
+                pipeline.reset()
+                s = run_frames(ctx, pipeline, stream, 2, args.frames, 10, readback)
                 rows["readback" if readback else "no readback"] = {"fps": s.get("fps"), "gpu_busy": s["gpu_busy"],
                                                                     "gpu_ms": s["gpu_ms"]["median"]}
         return rows
@@ -382,12 +380,12 @@ def perf_ours(ctx: Any, args: argparse.Namespace) -> dict[str, Any]:
         for name, material in PER_BSDF.items():
             try:
                 options = RenderOptions(width=args.bsdf_size, height=args.bsdf_size, spp=args.bsdf_spp, max_depth=8)
-                with PathTracer(ctx, filling_scene(material), options) as tracer:
-                    tracer.render()  # warm-up
+                with RenderPipeline(ctx, filling_scene(material), options) as pipeline:
+                    pipeline.render()  # warm-up
                     times = []
                     for _ in range(3):
-                        tracer.render()
-                        times.append(float(tracer.last_render_ms))
+                        pipeline.render()
+                        times.append(float(pipeline.last_render_ms))
                     gpu = statistics.median(times)
                 rows[name] = {"msamples_per_s": args.bsdf_size**2 * args.bsdf_spp / (gpu * 1e3), "gpu_ms": gpu}
             except Exception as exc:

@@ -105,7 +105,8 @@ __forceinline__ __device__ void trace(oa_traversable handle, float3 origin, floa
                    sbt_offset, sbt_stride, miss_index, p);
 }
 
-// The payload types a program supports (a mask of PAYLOAD_TYPE_ID_0 << k); call it first in the program.
+// The payload types a closest-hit, any-hit, miss or intersection program supports (a mask of PAYLOAD_TYPE_ID_0 << k);
+// call it first in the program. A raygen may not call it (OptiX refuses the module): it names the type at each trace.
 __forceinline__ __device__ void set_payload_types(unsigned int types) {
     asm volatile("call _optix_set_payload_types, (%0);" : : "r"(types) :);
 }

@@ -9,7 +9,7 @@
 //   vec_math.h        float3 operators and load helpers
 //   random.h          per-sample PCG32 streams
 //   geometry.h        ray offsetting, shading frames, cosine-weighted sampling
-//   camera.h          primary rays of the pinhole camera
+//   camera.h          primary rays of the pinhole and orthographic cameras
 //   lights.h          light samples, picking a source, MIS weights; light_<type>.h the light types
 //   bsdf_interface.h  what a BSDF family provides; bsdf_<family>.h implement it (bsdf_mixture.h: the
 //                     sampling the glTF and plastic families share); bsdf.h the generated dispatch
@@ -53,7 +53,7 @@ __forceinline__ __device__ void render_pixel() {
     const uint3 idx = oa::launch_index();
     const unsigned int pixel = idx.y * P.width + idx.x;  // row 0 is the top of the image
     const unsigned long long key = pt::pixel_key(P.seed, pixel);
-    const pt::PinholeCamera camera = pt::pinhole_camera(P);
+    const pt::LaunchCamera camera = pt::launch_camera(P);
 
     float4 sum = P.accumulate ? P.accum[pixel] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float4 albedo_sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -68,8 +68,8 @@ __forceinline__ __device__ void render_pixel() {
         const float jx = rng.uniform();
         const float jy = rng.uniform();
         pt::FirstHit first;
-        const float3 L =
-            pt::trace_path<kAovs>(P, camera.origin(), camera.direction(idx.x, idx.y, jx, jy), rng, first);
+        const pt::CameraRay ray = camera.ray(idx.x, idx.y, jx, jy);
+        const float3 L = pt::trace_path<kAovs>(P, ray.origin, ray.direction, rng, first, ray.tmax);
         if (kAovs) {
             albedo_sum.x += first.albedo.x;
             albedo_sum.y += first.albedo.y;
@@ -125,21 +125,29 @@ OA_PROGRAM __closesthit__radiance() {
     oa::set_payload<4>(__float_as_uint(b.y));
 }
 
-// Cut-out surfaces, for radiance and shadow rays alike (only meshes built with any-hit enabled run it). An
-// alpha mask drops the hit where the opacity is below the cutoff; alpha blend lets the ray through with
-// probability 1 - opacity, decided by a hash of the ray, the mesh and the primitive, so that a ray meets the same
-// decision each time OptiX reports the same candidate.
+// Surfaces that let rays through, for radiance and shadow rays alike (only meshes built with any-hit enabled run
+// it). A culled back face (MESH_CULL_BACK: glTF's one-sided surfaces) is no hit at all, the front side decided as
+// the integrator decides it (surface.h's front_normal). An alpha mask drops the hit where the opacity is below the
+// cutoff; alpha blend lets the ray through with probability 1 - opacity, decided by a hash of the ray, the mesh
+// and the primitive, so that a ray meets the same decision each time OptiX reports the same candidate. The
+// opacity is the material's times the vertex colour's alpha.
 OA_PROGRAM __anyhit__cutout() {
     const unsigned int mesh_index = params.scene.instanced ? oa::instance_id() : oa::sbt_gas_index();
     const MeshRecord& mesh = params.scene.meshes[mesh_index];
-    const MaterialRecord& material = *mesh.material;
     const unsigned int prim = oa::primitive_index();
     const float2 b = oa::triangle_barycentrics();
     const pt::Triangle tri = pt::load_triangle(mesh, prim);
-    const float opacity = pt::surface_opacity(material, pt::interpolate_uv(mesh, tri, b.x, b.y));
+    if ((mesh.flags & MESH_CULL_BACK) && !(pt::dot(pt::front_normal(mesh, tri), oa::world_ray_direction()) < 0.0f)) {
+        oa::ignore_intersection();
+        return;
+    }
+    if (!(mesh.flags & (MESH_ALPHA_MASK | MESH_ALPHA_BLEND))) return;
+    const MaterialRecord& material = *mesh.material;
+    const float opacity = pt::surface_opacity(material, pt::interpolate_uv(mesh, tri, b.x, b.y)) *
+                          pt::vertex_color(mesh, tri, b.x, b.y).w;
     if (mesh.flags & MESH_ALPHA_MASK) {
         if (opacity < material.alpha_cutoff) oa::ignore_intersection();
-    } else if (mesh.flags & MESH_ALPHA_BLEND) {
+    } else {
         // The ray (origin and direction: camera rays share their origin, their jittered directions differ from
         // sample to sample), the mesh (instances of one geometry along a ray decide apart) and the primitive.
         const float3 o = oa::world_ray_origin();

@@ -18,7 +18,7 @@ from optixasync import (
     ShaderBindingTable,
     TriangleInput,
 )
-from optixasync.render import PathTracer, RenderOptions
+from optixasync.render import RenderOptions, RenderPipeline
 from optixasync.scene import cornell_box
 from optixasync.scheduler import FrameScheduler
 from optixasync.testing import BUSY_PARAMS, DEFAULT_TRIANGLE, BusyWorkload
@@ -34,14 +34,22 @@ def test_close_releases_every_resource_however_it_was_made(ctx):
     gas = GeometryAccel(other, TriangleInput(DEFAULT_TRIANGLE))
     ias = InstanceAccel(other, [Instance(gas)])
     sched = FrameScheduler(other, 2, params_dtype=BUSY_PARAMS)
-    tracer = PathTracer(other, cornell_box(), RenderOptions(width=32, height=32, spp=1))
+    pipeline = RenderPipeline(other, cornell_box(), RenderOptions(width=32, height=32, spp=1))
+    pipeline.render(1)  # its own scheduler, frame slots and a launch, all released with the context
+    programs = [(raygen, linked, sbt) for raygen, linked, sbt in pipeline.integrator.variants.values()]
+    integrator_module = pipeline.integrator.module
+    gas_of_pipeline = pipeline.device_scene.accel
     with sched.frame() as f:
         busy.record(f, spin_ns=0, scale=1.0, n_out=8)
     other.close()
     assert other.closed and other.handle == 0
     assert module.handle == 0 and busy.pipeline.handle == 0 and busy.module.handle == 0
     assert gas.handle == 0 and ias.handle == 0 and gas.buffer is None
-    assert sched.closed and tracer.program.pipeline.handle == 0
+    assert sched.closed and pipeline.scheduler.closed
+    assert programs and all(linked.handle == 0 and raygen.handle == 0 for raygen, linked, _ in programs)
+    assert integrator_module.handle == 0 and gas_of_pipeline.handle == 0
+    with pytest.raises(RuntimeError, match="closed"):
+        pipeline.render(1)
     other.close()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
         Module(other, "busy.cu")

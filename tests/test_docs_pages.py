@@ -138,6 +138,19 @@ class _Triangle:
 
 
 class _Context:
+    """A context of the stand-in machine: what an H200 reports through ABI 105 (doctor's report on one)."""
+
+    device_id = 0
+
+    def __init__(self, *args, **kwargs):
+        from optixasync._optix import DeviceProperties
+
+        fields = dict.fromkeys(DeviceProperties.__dataclass_fields__)
+        fields.update(abi=105, rtcore_version=0, max_trace_depth=31, max_traversable_graph_depth=31,
+                      max_primitives_per_gas=536870912, max_instances_per_ias=268435456, visibility_mask_bits=8,
+                      shader_execution_reordering=False, cooperative_vectors=True, cluster_accel=False)
+        self.properties = DeviceProperties(**fields)
+
     def __enter__(self):
         return self
 
@@ -164,8 +177,8 @@ def test_the_doctor_sample_with_a_gpu_has_the_lines_doctor_prints(monkeypatch):
     monkeypatch.setattr(_driver, "driver_cuda_version", lambda: 13000)
     monkeypatch.setattr(_driver, "devices", lambda: [_Gpu()])
     monkeypatch.setattr(_driver, "require_cupy", lambda: types.SimpleNamespace(__version__="14.2.0"))
-    monkeypatch.setattr(_loader, "load_library", lambda: object())
-    monkeypatch.setattr(_loader, "probe_abi", lambda lib, abi: 0 if abi in (87, 105) else 7801)
+    monkeypatch.setattr(_driver, "load_optix_library", lambda: object())
+    monkeypatch.setattr(_loader, "probe_abi", lambda lib, abi: 0 if abi in (87, 93, 105) else 7801)  # R580
     monkeypatch.setattr(optixasync.program, "nvrtc_version", lambda: (13, 0))
     monkeypatch.setattr(optixasync.denoise, "available_denoisers",
                         lambda: {"oidn-cpu": "not available: x", "oidn-cuda": "not available: x", "optix": "x"})
@@ -177,7 +190,8 @@ def test_the_doctor_sample_with_a_gpu_has_the_lines_doctor_prints(monkeypatch):
     assert [label(line) for line in sample] == [label(line) for line in lines]
     ours = {label(line): line for line in lines}
     for line in sample:  # the fixed parts of each line are doctor's own
-        if label(line) in ("driver", "GPU 0", "OptiX ABIs accepted"):
+        if label(line) in ("driver", "GPU 0", "OptiX ABIs accepted", "OptiX ABI chosen", "device (ABI 105)", "RT cores",
+                           "shader reordering", "cooperative vectors", "cluster accel", "limits"):
             assert line == ours[label(line)].replace("150 GiB", "140 GiB"), line
         if label(line) == "test pipeline":
             assert re.fullmatch(r"test pipeline {7}: compiled and launched in \d+ ms \(PTX cache (hit|miss)\), "

@@ -4,7 +4,7 @@
   what a numpy reference of the same triangles hits: the build stream waited, on the GPU, for PyTorch's stream.
 * A Cornell box whose vertices are PyTorch tensors renders bit for bit like the one from numpy meshes, and the
   kernel reads PyTorch's memory (no copy).
-* ``torch.from_dlpack(tracer.accumulation)`` shares the accumulation's memory, and ordered on the frames'
+* ``torch.from_dlpack(pipeline.accumulation)`` shares the accumulation's memory, and ordered on the frames'
   stream it sees the frame's result without a host wait.
 * A build behind a busy PyTorch stream does not block the host (``syncwatch``), and still sees the vertices
   written after the busy work; CuPy's own CAI import of the same kind of array does block, which is why it is
@@ -27,7 +27,7 @@ import pytest
 
 from optixasync.accel import AccelOptions, GeometryAccel, RayCaster, TriangleInput
 from optixasync.cuda import consume_device_array, create_stream, spin_gpu
-from optixasync.render import PathTracer, RenderOptions
+from optixasync.render import RenderOptions, RenderPipeline
 from optixasync.scene import Mesh, Scene, cornell_box
 from optixasync.scheduler import FrameScheduler
 
@@ -254,16 +254,16 @@ def test_cupy_interface_stream_is_waited_for_on_the_gpu(ctx, cupti):
 def test_render_with_torch_vertices_equals_the_numpy_render(ctx, torch):
     scene = cornell_box()
     options = RenderOptions(width=48, height=48, spp=8, seed=5)
-    with PathTracer(ctx, scene, options) as tracer:
-        expected = tracer.render()
+    with RenderPipeline(ctx, scene, options) as pipeline:
+        expected = pipeline.render()
     meshes = [Mesh(torch.tensor(m.vertices, device="cuda"), m.indices, m.material, m.name) for m in scene.meshes]
     on_device = Scene(meshes, scene.camera)
     assert all(m.on_device for m in on_device.meshes)
-    with PathTracer(ctx, on_device, options) as tracer:
-        image = tracer.render()
-        assert tracer.last_nonfinite == 0
+    with RenderPipeline(ctx, on_device, options) as pipeline:
+        image = pipeline.render()
+        assert pipeline.last_nonfinite == 0
         for k, mesh in enumerate(meshes):
-            assert tracer.vertices(k).data.ptr == mesh.vertices.data_ptr()  # the kernel reads PyTorch's memory
+            assert pipeline.vertices(k).data.ptr == mesh.vertices.data_ptr()  # the kernel reads PyTorch's memory
     np.testing.assert_array_equal(image, expected)  # same geometry, same seed: bit for bit
 
 
@@ -271,19 +271,19 @@ def test_accumulation_goes_to_torch_without_a_copy_or_a_host_wait(ctx, torch):
     import cupy
 
     options = RenderOptions(width=32, height=32, spp=4, seed=3)
-    with PathTracer(ctx, cornell_box(), options) as tracer:
-        sched = FrameScheduler(ctx, 2, params_dtype=tracer.params_dtype)
+    with RenderPipeline(ctx, cornell_box(), options) as pipeline:
+        sched = FrameScheduler(ctx, 2, params_dtype=pipeline.params_dtype)
         try:
             with sched.frame() as f:
                 spin_gpu(BUSY_NS, f)  # the frame's result arrives late
-                tracer.record(f, 4, readback=None)
+                pipeline.record(f, 4, readback=None)
             with sched.stream:  # CuPy's current stream = the frames' stream: PyTorch's stream waits for it
-                accum = torch.from_dlpack(tracer.accumulation)
+                accum = torch.from_dlpack(pipeline.accumulation)
             snapshot = accum.clone()  # on PyTorch's current stream, after the frame (GPU-side)
-            assert accum.data_ptr() == tracer.accumulation.data.ptr  # the same memory: no copy
+            assert accum.data_ptr() == pipeline.accumulation.data.ptr  # the same memory: no copy
             assert tuple(accum.shape) == (32, 32, 4) and accum.dtype == torch.float32 and accum.is_cuda
             sched.drain()
-            host = cupy.asnumpy(tracer.accumulation)
+            host = cupy.asnumpy(pipeline.accumulation)
         finally:
             sched.close()
         np.testing.assert_array_equal(snapshot.cpu().numpy(), host)

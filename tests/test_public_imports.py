@@ -51,6 +51,53 @@ def test_examples_and_tutorials_import_only_public_names(name, source):
     assert not found, f"{name} imports private optixasync modules or names: {found}"
 
 
+def imported_names(source: str) -> list[tuple[str, str]]:
+    """``(module, name)`` of every ``from optixasync... import name`` in ``source``.
+
+    Imports in an ``except`` handler are left out: they are the fallbacks of code that also runs against
+    earlier trees (a benchmark's before/after).
+    """
+    tree = ast.parse(source)
+    fallback = {id(n) for h in ast.walk(tree) if isinstance(h, ast.ExceptHandler) for n in ast.walk(h)}
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.ImportFrom) and node.level == 0 and id(node) not in fallback
+                and (node.module or "").split(".")[0] == "optixasync"):
+            out += [(node.module, alias.name) for alias in node.names]
+    return out
+
+
+def all_sources() -> list[tuple[str, str]]:
+    """:func:`sources`, the tests and benchmarks (GPU ones too: they never run here), and every docs page."""
+    out = sources()
+    for folder in ("tests", "benchmarks"):
+        out += [(str(p.relative_to(REPO)), p.read_text()) for p in sorted((REPO / folder).rglob("*.py"))]
+    for page in sorted((REPO / "docs").glob("*.md")):
+        for k, block in enumerate(FENCE.findall(page.read_text())):
+            out.append((f"{page.relative_to(REPO)} block {k + 1}", block))
+    return out
+
+
+@pytest.mark.parametrize("name, source", all_sources(), ids=[name for name, _ in all_sources()])
+def test_what_they_import_exists(name, source):
+    """A name moved or renamed in the package is caught here, without a GPU, not when the page runs on one."""
+    import importlib
+
+    try:
+        wanted = imported_names(source)
+    except SyntaxError:
+        pytest.skip(f"{name} is not a whole Python program (a fragment of one)")
+    missing = []
+    for module, attr in wanted:
+        owner = importlib.import_module(module)
+        if not hasattr(owner, attr):
+            try:
+                importlib.import_module(f"{module}.{attr}")
+            except ImportError:
+                missing.append(f"{module}.{attr}")
+    assert not missing, f"{name} imports names that do not exist: {missing}"
+
+
 def test_there_are_examples_and_tutorial_blocks():
     names = [name for name, _ in sources()]
     assert sum(n.startswith("examples/") for n in names) >= 3
@@ -67,3 +114,8 @@ def test_there_are_examples_and_tutorial_blocks():
 ])
 def test_the_checker_can_fail(source, expected):
     assert private_imports(source) == expected
+
+
+def test_fallback_imports_are_left_out():
+    source = "try:\n    from optixasync.render import A\nexcept ImportError:\n    from optixasync.render import B\n"
+    assert imported_names(source) == [("optixasync.render", "A")]

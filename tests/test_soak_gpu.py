@@ -1,7 +1,7 @@
 """A soak of the progressive path tracer in the frame scheduler: random host delays, aborted frames, camera changes.
 
 Every frame records 1 or 2 samples per pixel of the Cornell box at 128x128
-through :class:`~optixasync.render.PathTracer` in a
+through :class:`~optixasync.render.RenderPipeline` in a
 :class:`~optixasync.FrameScheduler` with three frames in flight. A seeded
 ``random.Random`` decides, per frame: a host delay (before the frame, inside
 it before or after the launch), a camera change (one of four cameras), an
@@ -14,7 +14,7 @@ count of every frame, and checks:
 * every delivered frame: an sRGB ``uint8`` image of the right shape, alpha 255,
   consumed exactly once, through the channel chosen for it, ``poll()`` in
   order and retirement in frame order;
-* ``tracer.samples_done`` after every launch equals the model's count: a
+* ``pipeline.samples_done`` after every launch equals the model's count: a
   camera change restarts the accumulation;
 * a frame with at most ``REFERENCE_SAMPLES`` samples (every frame right
   after a camera change among them) equals, within one 8-bit code (the
@@ -48,7 +48,8 @@ import numpy as np
 import pytest
 
 from optixasync import FrameAbortedError
-from optixasync.render import PathTracer, RenderOptions
+from optixasync.io import tonemap_srgb
+from optixasync.render import RenderOptions, RenderPipeline
 from optixasync.scene import Camera, cornell_box
 from optixasync.scheduler import FrameScheduler, SchedulerOptions
 
@@ -108,9 +109,9 @@ def device_bytes(ctx: Any) -> int:
 class Soak:
     """The frame loop and the test's model of it: which camera and how many samples each frame shows."""
 
-    def __init__(self, tracer: PathTracer, sched: FrameScheduler, references: dict[tuple[int, int], np.ndarray]):
-        self.tracer, self.sched, self.references = tracer, sched, references
-        self.camera, self.samples = 0, 0  # what the tracer accumulates now, by the model
+    def __init__(self, pipeline: RenderPipeline, sched: FrameScheduler, references: dict[tuple[int, int], np.ndarray]):
+        self.pipeline, self.sched, self.references = pipeline, sched, references
+        self.camera, self.samples = 0, 0  # what the pipeline accumulates now, by the model
         self.pending: dict[int, tuple[int, int, str]] = {}  # index -> (camera, samples, channel): submitted, unconsumed
         self.handles: collections.deque[Any] = collections.deque()  # "handle" frames, asked a few frames later
         self.called: collections.deque[Any] = collections.deque()  # handles whose done-callback ran
@@ -145,11 +146,11 @@ class Soak:
                     f.handle.add_done_callback(self.called.append)
                 elif channel == "handle":
                     f.handle.add_done_callback(_claim)  # claimed now, so poll() never sees it
-                self.tracer.record(f, spp, camera=CAMERAS[camera] if camera != self.camera else None)
+                self.pipeline.record(f, spp, camera=CAMERAS[camera] if camera != self.camera else None)
                 self.samples = spp if camera != self.camera else self.samples + spp
                 self.counts["camera changes"] += camera != self.camera
                 self.camera = camera
-                assert self.tracer.samples_done == self.samples, (f.index, self.tracer.samples_done, self.samples)
+                assert self.pipeline.samples_done == self.samples, (f.index, self.pipeline.samples_done, self.samples)
                 self.delay(rng)
                 if abort == "after":
                     raise Injected("after the launch")
@@ -234,15 +235,15 @@ class Soak:
         assert self.pending == {}, f"frames never delivered: {sorted(self.pending)[:16]}"
 
 
-def offline_references(tracer: PathTracer) -> dict[tuple[int, int], np.ndarray]:
+def offline_references(pipeline: RenderPipeline) -> dict[tuple[int, int], np.ndarray]:
     """The tonemapped offline render of every camera at 1 .. REFERENCE_SAMPLES spp (int16, to subtract)."""
     references = {}
     for k, camera in enumerate(CAMERAS):
-        tracer.camera = camera
+        pipeline.camera = camera
         for spp in range(1, REFERENCE_SAMPLES + 1):
-            references[k, spp] = PathTracer.tonemap(tracer.render(spp)).astype(np.int16)
-    tracer.camera = CAMERAS[0]
-    tracer.reset()
+            references[k, spp] = tonemap_srgb(pipeline.render(spp)).astype(np.int16)
+    pipeline.camera = CAMERAS[0]
+    pipeline.reset()
     return references
 
 
@@ -250,12 +251,13 @@ def test_soak_progressive_frames_with_delays_aborts_and_camera_changes(ctx):
     rng = random.Random(SEED)
     threads_before = set(threading.enumerate())
     options = RenderOptions(width=SIZE, height=SIZE, spp=1, seed=7)
-    with PathTracer(ctx, cornell_box(), options) as tracer:
-        references = offline_references(tracer)  # also compacts the structure, before any memory is measured
-        sched = FrameScheduler(ctx, FRAMES_IN_FLIGHT, params_dtype=tracer.params_dtype,
+    with RenderPipeline(ctx, cornell_box(), options) as pipeline:
+        # also compacts the structure and fills the still's slot buffers, before any memory is measured
+        references = offline_references(pipeline)
+        sched = FrameScheduler(ctx, FRAMES_IN_FLIGHT, params_dtype=pipeline.params_dtype,
                                options=SchedulerOptions(stats_window=256))
         try:
-            soak = Soak(tracer, sched, references)
+            soak = Soak(pipeline, sched, references)
             start = time.perf_counter()
             for k in range(FRAMES):
                 if k == WARMUP:

@@ -89,7 +89,7 @@ __forceinline__ __device__ HitSurface curve_surface(const ShapeRecord& shape, un
     h.sp.ns = n;
     h.sp.uv = make_float2(u, 0.0f);
     h.point = xyz(c) + n * c.w;
-    if (shape.colors) h.tint = curve_color(shape, prim, u);
+    if (shape.colors) h.sp.color = opaque_color(curve_color(shape, prim, u));
     return h;
 }
 

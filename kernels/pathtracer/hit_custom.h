@@ -22,7 +22,7 @@ __forceinline__ __device__ HitSurface custom_surface(const ShapeRecord& shape, u
     h.sp.ns = n;
     h.sp.uv = make_float2(0.0f, 0.0f);
     h.point = point;
-    if (shape.colors) h.tint = load3(shape.colors + 3u * prim);
+    if (shape.colors) h.sp.color = opaque_color(load3(shape.colors + 3u * prim));
     return h;
 }
 

@@ -31,7 +31,7 @@ __forceinline__ __device__ HitSurface sphere_surface(const ShapeRecord& shape, u
     h.sp.ns = n;
     h.sp.uv = sphere_uv(n);
     h.point = center + n * radius;
-    if (shape.colors) h.tint = load3(shape.colors + 3u * prim);
+    if (shape.colors) h.sp.color = opaque_color(load3(shape.colors + 3u * prim));
     return h;
 }
 

@@ -14,9 +14,8 @@
 namespace pt {
 
 struct HitSurface {
-    SurfacePoint sp;                  // normals and texture coordinates
+    SurfacePoint sp;                  // normals, texture coordinates, the colour (vertex or shape colour)
     float3 point;                     // the hit point, on the surface
-    float3 tint;                      // shapes: the point's colour, multiplying the reflectance (1 for meshes)
     const MaterialRecord* material;
     unsigned int flags;               // MeshFlags
     unsigned int emitter;             // meshes: the triangle's entry in the emitter table (MESH_LIGHT_SAMPLED)
@@ -29,11 +28,13 @@ __forceinline__ __device__ HitSurface triangle_surface(const MeshRecord& mesh, u
     const Triangle tri = load_triangle(mesh, prim);
     h.sp = surface_point(mesh, *h.material, tri, b1, b2);
     h.point = barycentric(tri.p0, tri.p1, tri.p2, b1, b2);
-    h.tint = make_float3(1.0f, 1.0f, 1.0f);
     h.flags = mesh.flags;
     h.emitter = mesh.emitter_offset + prim;
     return h;
 }
+
+// A shape's colour as a surface point's colour (linear RGB, opaque).
+__forceinline__ __device__ float4 opaque_color(float3 c) { return make_float4(c.x, c.y, c.z, 1.0f); }
 
 // The material, flags and colour of primitive `prim` of a shape; the caller sets the geometry.
 __forceinline__ __device__ HitSurface shape_material(const ShapeRecord& shape, unsigned int prim) {
@@ -43,18 +44,8 @@ __forceinline__ __device__ HitSurface shape_material(const ShapeRecord& shape, u
     h.material = m.material;
     h.flags = m.flags;
     h.emitter = 0u;
-    h.tint = make_float3(1.0f, 1.0f, 1.0f);
+    h.sp.color = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
     return h;
-}
-
-// The hit's reflectance: its material's colour (texture applied), times the point's colour on shapes. The BSDF's
-// colour and the denoiser's albedo.
-__forceinline__ __device__ float3 hit_color(const HitSurface& h) {
-#ifdef OA_SHAPES
-    return surface_color(*h.material, h.sp.uv) * h.tint;
-#else
-    return surface_color(*h.material, h.sp.uv);
-#endif
 }
 
 }  // namespace pt

@@ -63,12 +63,12 @@ __forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, f
     return visible[0] != 0u;
 }
 
-// Radiance arriving at `origin` from `direction` (unit), estimated by one path; with kFirst, `first` receives
-// what the camera ray hit. (A reference, not a pointer that may be null: that made the compiler keep the
-// struct in local memory.)
+// Radiance arriving at `origin` from `direction` (unit), estimated by one path whose first ray runs at most
+// `first_tmax` (a camera's far plane); with kFirst, `first` receives what the camera ray hit. (A reference, not a
+// pointer that may be null: that made the compiler keep the struct in local memory.)
 template <bool kFirst>
 __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 origin, float3 direction, Pcg32& rng,
-                                             FirstHit& first) {
+                                             FirstHit& first, float first_tmax = 1e16f) {
     const SceneRecord& S = P.scene;
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
     float3 beta = make_float3(1.0f, 1.0f, 1.0f);  // path throughput
@@ -84,7 +84,8 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
 
     for (unsigned int depth = 1;; ++depth) {
         unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
-        oa::trace(S.handle, origin, direction, 0.0f, 1e16f, time, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+        oa::trace(S.handle, origin, direction, 0.0f, depth == 1u ? first_tmax : 1e16f, time, 0xFFu,
+                  oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
         if (hit[2] == NO_HIT) {
             // Light from the environment. Like emission, the camera ray and delta lobes count it fully; any
             // other BSDF-sampled ray shares it with light sampling by the power heuristic.
@@ -108,8 +109,9 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         const unsigned int flags = h.flags;
         if (kFirst && depth == 1) {
             first.normal = dot(sp.ns, direction) < 0.0f ? sp.ns : -sp.ns;
-            const float3 glow = (flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv) : make_float3(0.0f, 0.0f, 0.0f);
-            first.albedo = clamp01(hit_color(h) + glow);
+            const float3 glow = (flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv)
+                                                        : make_float3(0.0f, 0.0f, 0.0f);
+            first.albedo = clamp01(surface_color(material, sp) + glow);
         }
 
         // Emission reached by this ray. The camera ray has no other way to find it and counts it fully, as
@@ -127,9 +129,10 @@ __forceinline__ __device__ float3 trace_path(const PathTracerParams& P, float3 o
         if (depth >= P.max_depth) break;
 
         // The BSDF's frame: the shading normal, turned towards the ray for the back of a two-sided surface.
-        // One-sided surfaces are black from the back and end the path; a dielectric is the same interface
-        // from both sides and keeps its orientation (its z < 0 side is the inside).
-        Bsdf bsdf = surface_bsdf(material, sp.uv, hit_color(h));
+        // One-sided surfaces are black from the back and end the path (a culled back face is never hit: the
+        // any-hit program let the ray through); a dielectric is the same interface from both sides and keeps
+        // its orientation (its z < 0 side is the inside).
+        Bsdf bsdf = surface_bsdf(material, sp.uv, surface_color(material, sp));
         Frame frame = frame_from_normal(sp.ns);
         float3 wo = frame.to_local(-direction);
         if (!bsdf_transmits(bsdf) && wo.z <= 0.0f) {

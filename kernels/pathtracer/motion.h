@@ -79,7 +79,6 @@ __forceinline__ __device__ HitSurface moving_triangle_surface(const MeshRecord& 
     h.material = mesh.material;
     h.sp = surface_point(mesh, *h.material, tri, b1, b2);
     h.point = barycentric(tri.p0, tri.p1, tri.p2, b1, b2);
-    h.tint = make_float3(1.0f, 1.0f, 1.0f);
     h.flags = mesh.flags;
     h.emitter = mesh.emitter_offset + prim;
     return h;

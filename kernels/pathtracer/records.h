@@ -23,6 +23,7 @@ enum MeshFlags : unsigned int {
     MESH_LIGHT_SAMPLED = 1u << 4,  // emissive and in the emitter table (an emission texture keeps it out)
     MESH_INSTANCED = 1u << 5,  // object-space vertices placed by to_world (an instance of a shared GAS)
     MESH_MIRRORED = 1u << 6,   // to_world mirrors: the world winding is reversed, the front side is not
+    MESH_CULL_BACK = 1u << 7,  // one-sided, back faces culled: rays pass through them (any-hit program)
 };
 
 // A texture of a material: a CUDA texture object (0: none) and the affine map from the mesh's UV to the
@@ -59,6 +60,7 @@ struct MeshRecord {
     const float* normals;          // (V, 3) shading normals, or null (flat: the winding normal)
     const float* uvs;              // (V, 2) texture coordinates, or null
     const float* tangents;         // (V, 4) tangent xyz and handedness w, or null
+    const float* colors;           // (V, 4) linear RGBA multiplying the base colour and opacity, or null
     const MaterialRecord* material;
     unsigned int emitter_offset;   // entry of triangle 0 of this mesh in the emitter table (emissive meshes)
     unsigned int flags;            // MeshFlags
@@ -119,9 +121,9 @@ struct SceneRecord {
 struct PathTracerParams {
     float4* accum;                   // width * height running sums: rgb, w = samples dropped as NaN/Inf
     uchar4* image;                   // sRGB of the running mean, or null (no tonemap)
-    float3 eye;
-    float3 cam_u;                    // right, scaled by tan(half fov) across
-    float3 cam_v;                    // up, scaled by tan(half fov) up
+    float3 eye;                      // the pinhole; an orthographic camera's eye on its near plane
+    float3 cam_u;                    // right, scaled by tan(half fov) across (orthographic: by the half width)
+    float3 cam_v;                    // up, scaled by tan(half fov) up (orthographic: by the half height)
     float3 cam_w;                    // unit viewing direction
     unsigned int width;
     unsigned int height;
@@ -132,6 +134,8 @@ struct PathTracerParams {
     unsigned int max_depth;
     unsigned int rr_depth;
     float inv_total;                 // 1 / (sample_offset + spp), for the tonemapped mean
+    unsigned int orthographic;       // 1: parallel camera rays along cam_w (pathtracer/camera.h), 0: a pinhole
+    float ray_length;                // how far camera rays run: the far plane's distance, or 1e16 (none)
     // Outputs beside the image (each null unless the launch's variant writes it): running sums of the first hit's
     // albedo and normal, accumulated like `accum` (2 float4 per pixel: albedo rgb, normal xyz), and the means of
     // the colour, albedo and normal written after each launch.

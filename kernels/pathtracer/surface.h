@@ -24,6 +24,7 @@ struct SurfacePoint {
     float3 ng;      // unit winding normal
     float3 ns;      // unit shading normal (per-vertex normals and the normal map applied); it may lean past ng
     float2 uv;      // texture coordinates (0, 0 without them)
+    float4 color;   // the vertex colour (linear RGBA, white without one)
 };
 
 // The corners of triangle `prim` of a mesh.
@@ -110,13 +111,36 @@ __forceinline__ __device__ float3 perturb_normal(const MeshRecord& mesh, const M
     return mapped2 > 1e-20f ? mapped * rsqrtf(mapped2) : n;
 }
 
+// The unit winding normal of a placed triangle: its front side (a mirroring placement reverses the world winding,
+// not the front side, which stays the side the placed front normal points to). A ray arrives on the front when
+// dot(ray direction, this) < 0: the integrator (emission, black backs) and the any-hit program (culled backs)
+// decide by the same expression.
+__forceinline__ __device__ float3 front_normal(const MeshRecord& mesh, const Triangle& t) {
+    const float3 ng = normalize(cross(t.p1 - t.p0, t.p2 - t.p0));
+    return (mesh.flags & MESH_MIRRORED) ? -ng : ng;
+}
+
+// The vertex colour at barycentrics (b1, b2) (glTF's COLOR_0: linear RGBA, interpolated across the triangle, that
+// multiplies the base colour and the opacity); white for a mesh without one.
+__forceinline__ __device__ float4 vertex_color(const MeshRecord& mesh, const Triangle& t, float b1, float b2) {
+    if (!mesh.colors) return make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    const float* a = mesh.colors + 4u * t.i0;
+    const float* b = mesh.colors + 4u * t.i1;
+    const float* c = mesh.colors + 4u * t.i2;
+    const float b0 = 1.0f - b1 - b2;
+    return make_float4(__ldg(a) * b0 + __ldg(b) * b1 + __ldg(c) * b2,
+                       __ldg(a + 1) * b0 + __ldg(b + 1) * b1 + __ldg(c + 1) * b2,
+                       __ldg(a + 2) * b0 + __ldg(b + 2) * b1 + __ldg(c + 2) * b2,
+                       __ldg(a + 3) * b0 + __ldg(b + 3) * b1 + __ldg(c + 3) * b2);
+}
+
 // The surface point at barycentrics (b1, b2) of triangle `t`.
 __forceinline__ __device__ SurfacePoint surface_point(const MeshRecord& mesh, const MaterialRecord& m,
                                                       const Triangle& t, float b1, float b2) {
     SurfacePoint s;
-    s.ng = normalize(cross(t.p1 - t.p0, t.p2 - t.p0));
-    if (mesh.flags & MESH_MIRRORED) s.ng = -s.ng;  // the front stays the side the placed front normal points to
+    s.ng = front_normal(mesh, t);
     s.uv = interpolate_uv(mesh, t, b1, b2);
+    s.color = vertex_color(mesh, t, b1, b2);
     s.ns = s.ng;
     if (mesh.normals) {
         float3 n = barycentric(load3(mesh.normals + 3u * t.i0), load3(mesh.normals + 3u * t.i1),
@@ -134,6 +158,12 @@ __forceinline__ __device__ float3 rgb(float4 a) { return make_float3(a.x, a.y, a
 // The material's reflectance (its colour texture applied): the BSDF's colour and the denoiser's albedo.
 __forceinline__ __device__ float3 surface_color(const MaterialRecord& m, float2 uv) {
     return m.color * rgb(sample_texture(m.color_texture, uv, make_float4(1.0f, 1.0f, 1.0f, 1.0f)));
+}
+
+// The reflectance at a surface point: the material's times the vertex colour (glTF: factor * texture * COLOR_0;
+// times the white of a mesh without colours, which changes no bit).
+__forceinline__ __device__ float3 surface_color(const MaterialRecord& m, const SurfacePoint& sp) {
+    return surface_color(m, sp.uv) * rgb(sp.color);
 }
 
 __forceinline__ __device__ float3 surface_emission(const MaterialRecord& m, float2 uv) {

@@ -10,7 +10,7 @@ Device arrays of other libraries (PyTorch, JAX, CuPy, Numba: anything with
 :func:`~optixasync.cuda.consume_device_array` makes the build (or refit)
 stream wait on the GPU for the producer's pending writes, as its protocol
 states them, and the structure keeps the producer alive while it may read
-the memory. optixasync's own device arrays (its uploads, ``PathTracer.vertices``)
+the memory. optixasync's own device arrays (its uploads, ``RenderPipeline.vertices(i)``)
 are read in the order of the stream passed, where their writer enqueued them.
 
 Blocking calls
@@ -220,6 +220,9 @@ class GeometryAccel(AccelStructure):
         if not self.options.allow_update:
             raise ValueError("this structure was built without allow_update=True; it cannot be refitted")
         per_input = self._split_refit(vertices)
+        if self._same_moving(per_input):  # written in place (a frame's vertex kernel): checked when first given
+            self._update(self._use_stream(stream))
+            return
         keys = [inp.check_moving(value, f"vertices[{k}]" if len(per_input) > 1 else "vertices")
                 for k, (value, inp) in enumerate(zip(per_input, self.inputs, strict=True))]
         stream = self._use_stream(stream)
@@ -233,16 +236,28 @@ class GeometryAccel(AccelStructure):
             self._device[k][moving[k]] = device
             for j, array in enumerate(device):
                 self._moving_pointers[k][j] = device_pointer(array)
+        self._update(stream)
+        if replaced:  # the previous positions live until the work that may read them (enqueued so far) has passed
+            self.ctx.deferred.after(stream, *replaced)
+
+    def _same_moving(self, per_input: list[Any]) -> bool:
+        """Whether every input's moving array is the one object it refits from already (no motion keys)."""
+        for k, value in enumerate(per_input):
+            current = self._device[k][self.inputs[k].moving]
+            if len(current) != 1 or value is not current[0]:
+                return False
+        return True
+
+    def _update(self, stream: Any) -> None:
+        """The refit itself, or the refit policy's full rebuild (new buffers and handle)."""
         every = self.options.rebuild_every
         if every and self._refits_since_build >= every:
-            self._build(t.BuildOperation.BUILD, stream)  # the policy's full rebuild: new buffers and handle
+            self._build(t.BuildOperation.BUILD, stream)
             self.rebuilds += 1
         else:
             self._build(t.BuildOperation.UPDATE, stream)
             self._refits_since_build += 1
         self.refits += 1
-        if replaced:  # the previous positions live until the work that may read them (enqueued so far) has passed
-            self.ctx.deferred.after(stream, *replaced)
 
     def _split_refit(self, vertices: Any) -> list[Any]:
         """``vertices`` as one entry per input (a single moving input may be given its key list alone)."""

@@ -117,7 +117,7 @@ class TriangleInput:
     def check_moving(self, value: Any, name: str) -> list[Any]:
         """New vertex keys for a refit: the same count of keys and of vertices."""
         keys, count = motion_keys(value, name, check_vertices)
-        _same_shape(name, len(keys), self.num_keys, count, self.num_vertices, "vertices")
+        _same_shape(name, len(keys), self.num_keys, count, self.num_vertices, "vertex")
         return keys
 
 

@@ -6,7 +6,8 @@ Three modes:
   (8-bit sRGB) or EXR (linear float);
 * ``--progressive N``: N frames of ``--spp-per-frame`` samples accumulated
   through the frame scheduler, the last one written;
-* ``--frames N``: an animation (the cloth moves, or the camera swings around
+* ``--frames N``: an animation (the cloth moves, a glTF file's node
+  animation plays at ``--dt`` seconds a frame, or the camera swings around
   any other scene) with ``--frames-in-flight`` slots, one numbered PNG per
   frame, encoded on worker threads and written atomically.
 
@@ -94,11 +95,12 @@ def _run(args: argparse.Namespace) -> int:
     from ._render_multi import multi_backend, run_multi
 
     plan = plan_from_args(args)
-    scene, cloth = build_scene(plan.scene, _PROG)  # reads the files on the CPU: their errors are input errors
+    # reads the files on the CPU: their errors are input errors
+    scene, animation = build_scene(plan.scene, _PROG, frames=plan.mode == "frames")
     backend = multi_backend(plan)  # an unknown GPU or a missing Dask: before any GPU work
     if backend is not None:
         with contextlib.closing(backend):
-            return run_multi(plan, scene, cloth, backend)
+            return run_multi(plan, scene, animation, backend)
     from ._render_gpu import run_gpu
 
-    return run_gpu(plan, scene, cloth)
+    return run_gpu(plan, scene, animation)

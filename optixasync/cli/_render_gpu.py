@@ -48,7 +48,7 @@ def _stages(plan: RenderPlan) -> list[Any]:
     return stages
 
 
-def run_gpu(plan: RenderPlan, scene: Any, cloth: Any) -> int:
+def run_gpu(plan: RenderPlan, scene: Any, animation: Any) -> int:
     """Render ``plan`` on one GPU (this process's current device); returns the exit status."""
     from optixasync.cuda import Context
     from optixasync.render import RenderPipeline
@@ -64,11 +64,11 @@ def run_gpu(plan: RenderPlan, scene: Any, cloth: Any) -> int:
                                           readback=None, frames_in_flight=plan.frames_in_flight) as pipeline:
         if plan.mode == "still":
             return _render_still(pipeline, plan)
-        return _render_frames(pipeline, plan, scene, cloth)
+        return _render_frames(pipeline, plan, scene, animation)
 
 
 def _render_still(pipeline: Any, plan: RenderPlan) -> int:
-    from optixasync.io import write_image
+    from optixasync.io import tonemap_srgb, write_image
 
     linear_out = plan.out.suffix.lower() == ".exr"
     with progress_bar(plan.spp, "spp", plan.quiet) as bar:
@@ -81,7 +81,7 @@ def _render_still(pipeline: Any, plan: RenderPlan) -> int:
                 image = np.array(result[name][..., :3])
         else:
             linear = pipeline.render(plan.spp, progress=progress)
-            image = linear if linear_out else pipeline.tonemap(linear)
+            image = linear if linear_out else tonemap_srgb(linear)
     write_image(plan.out, image)
     gpu_ms = float(pipeline.last_render_ms or 0.0)
     samples = plan.width * plan.height * plan.spp
@@ -91,15 +91,14 @@ def _render_still(pipeline: Any, plan: RenderPlan) -> int:
     return EXIT_OK
 
 
-def _render_frames(pipeline: Any, plan: RenderPlan, scene: Any, cloth: Any) -> int:
+def _render_frames(pipeline: Any, plan: RenderPlan, scene: Any, motion: Any) -> int:
     """The scheduler's modes: an animation (numbered files) or a progressive still (the last frame written)."""
     from optixasync.io import numbered_path, write_image
-    from optixasync.render import CameraSwing, ClothMotion
+
+    from ._render_plan import frame_update
 
     animation = plan.mode == "frames"
-    update = None
-    if animation:  # the cloth moves, or the camera swings +-15 degrees over the animation
-        update = ClothMotion(cloth, plan.dt) if cloth is not None else CameraSwing(scene.camera, plan.count)
+    update = frame_update(plan, scene, motion) if animation else None
     name = "image"
     if plan.denoise and not animation and plan.out.suffix.lower() == ".exr":
         name = "denoised"  # a denoised progressive still to EXR: the linear denoised image

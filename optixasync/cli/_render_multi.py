@@ -1,7 +1,8 @@
 """``optixasync render --gpus`` and ``--scheduler``: the render spread over several GPUs by :mod:`optixasync.multi`.
 
 A still is split by samples (:meth:`~optixasync.multi.Farm.render`), ``--frames`` by frames
-(:meth:`~optixasync.multi.Farm.frames`: the cloth moves, or the camera swings, as in one-GPU runs).
+(:meth:`~optixasync.multi.Farm.frames`: the cloth moves, a glTF animation plays, or the camera swings, as in
+one-GPU runs).
 Progressive rendering and ``--denoise`` stay on one GPU.
 
 Blocking calls
@@ -36,15 +37,14 @@ def multi_backend(plan: RenderPlan) -> Any:
     return None
 
 
-def run_multi(plan: RenderPlan, scene: Any, cloth: Any, backend: Any) -> int:
+def run_multi(plan: RenderPlan, scene: Any, animation: Any, backend: Any) -> int:
     """A still split by samples, or ``--frames`` split by frames, over the backend's workers."""
     import time
 
     from optixasync.io import numbered_path, tonemap_srgb, write_image
     from optixasync.multi import Farm
-    from optixasync.render import CameraSwing, ClothMotion
 
-    from ._render_plan import render_options
+    from ._render_plan import frame_update, render_options
 
     options = render_options(plan)
 
@@ -60,7 +60,7 @@ def run_multi(plan: RenderPlan, scene: Any, cloth: Any, backend: Any) -> int:
                   f"(samples {', '.join(f'{r.first}+{r.count}' for r in farm.last_parts)}), max depth "
                   f"{plan.max_depth}, wall {seconds * 1e3:.1f} ms, {samples / (seconds * 1e6):.1f} Msamples/s")
             return 0
-        update = ClothMotion(cloth, plan.dt) if cloth is not None else CameraSwing(scene.camera, plan.count)
+        update = frame_update(plan, scene, animation)
         written = 0
         with progress_bar(plan.count, "frame", plan.quiet) as bar:
             for _output in farm.frames(plan.count, spp=plan.spp_per_frame, update=update, out=plan.out):

@@ -16,7 +16,7 @@ from typing import Any
 
 from ._scene import SceneChoice, choose_scene
 
-__all__ = ["RenderPlan", "check_multi", "plan_from_args", "render_options"]
+__all__ = ["RenderPlan", "check_multi", "frame_update", "plan_from_args", "render_options"]
 
 
 @dataclass(frozen=True)
@@ -143,3 +143,18 @@ def render_options(plan: RenderPlan) -> Any:
 
     return RenderOptions(width=plan.width, height=plan.height, spp=plan.frame_spp,
                          samples_per_launch=plan.samples_per_launch, max_depth=plan.max_depth, seed=plan.seed)
+
+
+def frame_update(plan: RenderPlan, scene: Any, animation: Any) -> Any:
+    """The frame update of ``--frames``: the cloth moves, a glTF node animation plays, or the camera swings.
+
+    ``animation`` is what :func:`~optixasync.cli._scene.build_scene` gave beside the scene.
+    """
+    from optixasync.render import CameraSwing, ClothMotion, NodeMotion
+    from optixasync.scene import ClothAnimation, NodeAnimation
+
+    if isinstance(animation, ClothAnimation):
+        return ClothMotion(animation, plan.dt)
+    if isinstance(animation, NodeAnimation):
+        return NodeMotion(animation, plan.dt)
+    return CameraSwing(scene.camera, plan.count)  # +-15 degrees over the animation

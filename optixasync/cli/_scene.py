@@ -6,7 +6,8 @@ the CPU: a built-in scene, a scene file with its materials, textures, lights
 and camera (``.gltf``, ``.glb``, ``.obj`` with its ``.mtl``), or a mesh file
 placed on the floor of the Cornell box (``.ply``, ``.stl``), lit by
 ``--env`` (an HDR image or a constant ``R,G,B``). A scene file without
-lights gets a constant white environment, as model viewers do.
+lights gets a constant white environment, as model viewers do. For an
+animation (``--frames``) a glTF file's first node animation is played.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def choose_scene(args: argparse.Namespace, default: str = "cornell_box") -> Scen
     ValueError
         With a one-line message naming the option.
     """
-    from optixasync.scene import MESH_SUFFIXES, check_mesh_path
+    from optixasync.scene import MESH_SUFFIXES
+    from optixasync.scene._load import check_mesh_path
 
     name = args.scene if args.scene is not None else default
     if name in SCENE_NAMES:
@@ -120,8 +122,12 @@ def _check_env(env: str | None) -> None:
                          "R,G,B of numbers >= 0")
 
 
-def build_scene(choice: SceneChoice, prog: str) -> tuple[Any, Any]:
-    """(scene, cloth animation or None), built on the CPU and checked for rendering; notices go to stderr.
+def build_scene(choice: SceneChoice, prog: str, frames: bool = False) -> tuple[Any, Any]:
+    """(scene, its animation or None), built on the CPU and checked for rendering; notices go to stderr.
+
+    The animation is the cloth's :class:`~optixasync.scene.ClothAnimation`, or with ``frames`` (an animation is
+    to be rendered) a glTF file's first :class:`~optixasync.scene.NodeAnimation`, whose scene has the animated
+    meshes as instances.
 
     Raises
     ------
@@ -129,22 +135,22 @@ def build_scene(choice: SceneChoice, prog: str) -> tuple[Any, Any]:
         As the readers raise (bad files, missing extras), and for a scene without light.
     """
     from optixasync.render import check_scene
-    from optixasync.scene import ClothAnimation, cornell_box, load_into_cornell_box, load_scene, material_scene
+    from optixasync.scene import ClothAnimation, cornell_box, load_into_cornell_box, material_scene
 
     environment = _environment(choice)  # before reading a (possibly large) asset: a bad --env fails fast
-    cloth = None
+    animation: Any = None
     if choice.kind == "cloth":
-        cloth = ClothAnimation(choice.cells)
-        scene = cloth.scene()
+        animation = ClothAnimation(choice.cells)
+        scene = animation.scene()
     elif choice.kind == "file":
         scene = load_into_cornell_box(choice.path)
     elif choice.kind == "asset":
-        scene = load_scene(choice.path)
+        scene, animation = _asset(choice.path, frames)
     elif choice.kind == "materials":
         scene = material_scene()
     else:
         scene = cornell_box()
-    unlit_asset = choice.kind == "asset" and not scene.emitters and scene.environment is None
+    unlit_asset = choice.kind == "asset" and not scene.emitters and not scene.lights and scene.environment is None
     if choice.env is None and choice.env_scale != 1.0 and not unlit_asset:
         print(f"{prog}: --env-scale is ignored: it scales --env (or the default light of a scene file without "
               "lights)", file=sys.stderr)
@@ -156,7 +162,19 @@ def build_scene(choice: SceneChoice, prog: str) -> tuple[Any, Any]:
         # A scene file without lights would render black: light it evenly, as viewers do.
         print(f"{prog}: {choice.path} has no lights; using a constant white environment (see --env)", file=sys.stderr)
         scene.environment = Environment(radiance=(choice.env_scale,) * 3, name="default")
-    return check_scene(scene), cloth  # a scene without light fails here, as bad input, before any GPU work
+    return check_scene(scene), animation  # a scene without light fails here, as bad input, before any GPU work
+
+
+def _asset(path: Any, frames: bool) -> tuple[Any, Any]:
+    """A scene file's scene, and with ``frames`` a glTF file's first node animation (None without one)."""
+    from optixasync.scene import load_scene, read_gltf
+
+    if frames and path.suffix.lower() in (".gltf", ".glb"):
+        asset = read_gltf(path)
+        if asset.animations:
+            return asset.animated_scene(0)
+        return asset.to_scene(), None
+    return load_scene(path), None
 
 
 def _environment(choice: SceneChoice) -> Any:

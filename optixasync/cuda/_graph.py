@@ -22,6 +22,10 @@ Blocking calls
 * ``cuGraphInstantiate`` and ``cuGraphExecUpdate`` (in :meth:`StreamGraph.record`)
   are CPU work in the driver, tens to hundreds of microseconds: set-up of a
   shape, not steady state. They do not wait for the GPU.
+* A capture first waits for the device to be idle (``cuCtxSynchronize``, in
+  :meth:`StreamGraph.record`): OptiX makes its launches wait for events of
+  its own outstanding work, which inside a capture would be dependencies on
+  uncaptured work. Once per shape and slot: set-up, not steady state.
 * ``cuStreamBeginCapture``, ``cuStreamEndCapture`` and ``cuGraphLaunch`` are
   asynchronous.
 * :meth:`StreamGraph.close` destroys the executable graph
@@ -56,7 +60,9 @@ class DriverGraphs:
         self._driver = driver
         self._success = driver.CUresult.CUDA_SUCCESS
         self._update_failed = driver.CUresult.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
-        self._mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        # Relaxed: OptiX queries events of its own outstanding work inside optixLaunch and the builds, which the
+        # stricter modes refuse in the capturing thread (cudaErrorStreamCaptureUnsupported, seen on an H200, R580).
+        self._mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
         self._none = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
         self._streams: dict[int, Any] = {}
 
@@ -72,6 +78,10 @@ class DriverGraphs:
             _, name = self._driver.cuGetErrorName(status)
             raise CudaError(int(status), (name or b"CUDA_ERROR").decode(), f"{what} failed")
         return result[1] if len(result) > 1 else None
+
+    def settle(self) -> None:
+        """Wait for the device to be idle (``cuCtxSynchronize``): before a capture, once per shape."""
+        self._check(self._driver.cuCtxSynchronize(), "cuCtxSynchronize")
 
     def begin_capture(self, stream: int) -> None:
         self._check(self._driver.cuStreamBeginCapture(self._stream(stream), self._mode), "cuStreamBeginCapture")
@@ -184,6 +194,10 @@ class StreamGraph:
         collecting = gc.isenabled()
         gc.disable()
         try:
+            # OptiX keeps events of work of its own still outstanding (module and pipeline uploads, builds) and
+            # makes each launch wait for them: inside a capture, a dependency on uncaptured work, which the driver
+            # refuses (cudaErrorStreamCaptureIsolation, seen on an H200, R580). An idle device leaves none.
+            api.settle()
             with capture_lock:
                 if handle in _active:
                     raise GraphCaptureError("the stream is already being captured")

@@ -67,11 +67,11 @@ it (``_ndarray_base.__dlpack__`` in ``cupy/_core/core.pyx``): a GPU-side
 wait, no host synchronization. optixasync never enqueues work on CuPy's
 current stream, so make the stream that wrote the array current for the call::
 
-    with sched.stream:                                # the stream the frames ran on (or tracer.stream)
-        accum = torch.from_dlpack(tracer.accumulation)  # PyTorch's current stream now waits for it, on the GPU
+    with pipeline.stream:                               # the stream the frames ran on
+        accum = torch.from_dlpack(pipeline.accumulation)  # PyTorch's current stream now waits for it, on the GPU
 
 After a wait that covers the writes (``FrameHandle.result()``,
-``FrameScheduler.drain()``, ``PathTracer.render()``) a plain
+``FrameScheduler.drain()``, ``RenderPipeline.render()``) a plain
 ``torch.from_dlpack(array)`` is enough; other DLPack consumers that pass
 their stream to ``__dlpack__`` work the same way. The tensor shares the memory (same
 ``data_ptr()``); keep the optixasync object that owns it alive while

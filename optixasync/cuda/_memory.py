@@ -284,19 +284,22 @@ class PinnedBuffer:
 
     def copy_to_device_async(self, dst: Any, stream: Any, nbytes: int | None = None) -> None:
         """Enqueue a host-to-device copy into ``dst`` (a MemoryPointer, cupy array or address) on ``stream``."""
-        runtime = _runtime()
-        nbytes = self.nbytes if nbytes is None else int(nbytes)
+        # Every frame makes these copies: plain ints (an address, a raw stream handle) skip the converters' calls.
+        nbytes = self.nbytes if nbytes is None else nbytes if type(nbytes) is int else int(nbytes)
+        dst = dst if type(dst) is int else device_pointer(dst)
+        handle = stream if type(stream) is int and stream > 1 else stream_handle(stream)
         try:
-            runtime.memcpyAsync(device_pointer(dst), self.ptr, nbytes, 1, stream_handle(stream))  # cudaMemcpyHostToDevice
+            _runtime().memcpyAsync(dst, self.ptr, nbytes, 1, handle)  # cudaMemcpyHostToDevice
         except Exception as exc:
             reraise(exc, "cudaMemcpyAsync (host to device)")
 
     def copy_from_device_async(self, src: Any, stream: Any, nbytes: int | None = None) -> None:
         """Enqueue a device-to-host copy from ``src`` into this buffer on ``stream``."""
-        runtime = _runtime()
-        nbytes = self.nbytes if nbytes is None else int(nbytes)
+        nbytes = self.nbytes if nbytes is None else nbytes if type(nbytes) is int else int(nbytes)
+        src = src if type(src) is int else device_pointer(src)
+        handle = stream if type(stream) is int and stream > 1 else stream_handle(stream)
         try:
-            runtime.memcpyAsync(self.ptr, device_pointer(src), nbytes, 2, stream_handle(stream))  # cudaMemcpyDeviceToHost
+            _runtime().memcpyAsync(self.ptr, src, nbytes, 2, handle)  # cudaMemcpyDeviceToHost
         except Exception as exc:
             reraise(exc, "cudaMemcpyAsync (device to host)")
 

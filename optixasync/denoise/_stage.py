@@ -18,6 +18,18 @@ Blocking calls
   synchronize the device): warm-up, once per slot.
 * Steady state: ``oidnExecuteFilterAsync``, enqueued on the frame's stream;
   nothing waits. :meth:`Denoise.close` waits for the denoiser's work.
+
+Frame graphs
+------------
+OIDN enqueues its filters' kernels on the frame's stream, but whether
+``oidnExecuteFilterAsync`` enqueues only work a CUDA graph can hold (no
+allocation, no event record or query, no synchronization) has not been
+checked on a GPU. So frames with this stage run eagerly, with that reason
+counted in the scheduler's ``stats.graphs`` and logged once, unless the stage
+is made with ``capture=True``: then the denoiser's calls are captured into
+the frame's graph with the rest, and if a call is refused (CUDA reports an
+error inside the capture, or OIDN does), the frame falls back to eager
+frames by itself, with the refusal as its reason.
 """
 
 from __future__ import annotations
@@ -25,15 +37,21 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from ..errors import GraphCaptureError
 from ..render import FrameBuffers, Stage
 from ..validation import coerce_options
 from ._denoiser import Denoiser
+from ._errors import OidnError
 from ._options import MAX_FILTERS_LIMIT, DenoiseOptions
 
 if TYPE_CHECKING:
     from ..scheduler import Frame
 
-__all__ = ["Denoise", "GUIDED"]
+__all__ = ["Denoise", "GUIDED", "UNCHECKED"]
+
+#: Why frames with a :class:`Denoise` stage made without ``capture=True`` run eagerly.
+UNCHECKED = ("the Denoise stage's OIDN calls have not been checked inside a CUDA graph (Denoise(capture=True) "
+             "tries; a refused capture falls back to eager frames)")
 
 #: The options the path tracer's guides call for: HDR colour, albedo and normal guides, noise-free guides
 #: (first-hit albedo and normal have no noise of their own; their edges are anti-aliased like the colour).
@@ -49,10 +67,14 @@ class Denoise(Stage):
         Default :data:`GUIDED`; the albedo and normal guides must both be on. ``max_filters`` is raised to the
         frames' slot count, so that every slot finds its own committed filter.
 
+    capture : bool
+        Let frame graphs capture the denoiser's calls (see the module documentation; off by default).
+
     Attributes
     ----------
     denoiser : Denoiser or None
         Made by the first frame (its stream, device and size).
+    capture : bool
 
     Raises
     ------
@@ -63,7 +85,10 @@ class Denoise(Stage):
     needs = frozenset({"radiance", "albedo", "normal"})
     writes = frozenset({"denoised"})
 
-    def __init__(self, options: DenoiseOptions | dict | None = None) -> None:
+    def __init__(self, options: DenoiseOptions | dict | None = None, *, capture: bool = False) -> None:
+        if not isinstance(capture, bool):
+            raise TypeError(f"capture must be a bool, got {type(capture).__name__}")
+        self.capture = capture
         self.options = GUIDED if options is None else coerce_options(DenoiseOptions, options)
         if not (self.options.albedo and self.options.normal):
             raise ValueError("the Denoise stage feeds the path tracer's albedo and normal: create it with albedo=True "
@@ -71,8 +96,8 @@ class Denoise(Stage):
         self.denoiser: Denoiser | None = None
         self._frames: tuple[int, int, int] | None = None  # (stream handle, slots, shape) of the first frame
 
-    def record(self, frame: Frame, buffers: FrameBuffers) -> None:
-        height, width = buffers.shape[:2]
+    def prepare(self, frame: Frame, shape: tuple[int, int]) -> None:
+        height, width = shape
         seen = (int(frame.stream.ptr), frame.frames_in_flight, (height, width))
         if self.denoiser is None:
             slots = min(max(frame.frames_in_flight, 1), MAX_FILTERS_LIMIT)
@@ -84,8 +109,21 @@ class Denoise(Stage):
         elif seen != self._frames:
             raise ValueError("this Denoise stage serves the frames of one scheduler and image size (made for "
                              f"{self._frames}, got {seen}): give each pipeline its own")
-        self.denoiser.denoise(buffers["radiance"], buffers["denoised"], buffers["albedo"], buffers["normal"],
-                              stream=frame)
+
+    def record(self, frame: Frame, buffers: FrameBuffers) -> None:
+        if self.denoiser is None:
+            raise RuntimeError("Denoise.record before prepare: the pipeline prepares its stages before the launch")
+        try:
+            self.denoiser.denoise(buffers["radiance"], buffers["denoised"], buffers["albedo"], buffers["normal"],
+                                  stream=frame)
+        except OidnError as exc:
+            if frame.capturing:  # a call OIDN makes cannot go into the graph: the frame runs eagerly instead
+                raise GraphCaptureError(f"the Denoise stage's OIDN call failed inside the capture ({exc})") from exc
+            raise
+
+    def uncapturable(self) -> str | None:
+        """Why frames with this stage run eagerly (None with ``capture=True``)."""
+        return None if self.capture else UNCHECKED
 
     def close(self) -> None:
         """Wait for the denoiser's work and release it."""
@@ -94,4 +132,4 @@ class Denoise(Stage):
             self.denoiser = None
 
     def __repr__(self) -> str:
-        return f"Denoise({self.options})"
+        return f"Denoise({self.options}{', capture=True' if self.capture else ''})"

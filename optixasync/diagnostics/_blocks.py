@@ -79,7 +79,7 @@ def blocks(fn: Callable[[], Any], stream: Any, *, busy_ms: float = 20.0, fractio
     Parameters
     ----------
     fn : callable
-        Called with no arguments (twice with ``warmup``: wrap it in a
+        Called with no arguments (three times with ``warmup``: wrap it in a
         ``lambda`` or ``functools.partial``). It should enqueue its work on
         ``stream``, the stream whose earlier work it might wait for.
     stream : stream
@@ -89,8 +89,9 @@ def blocks(fn: Callable[[], Any], stream: Any, *, busy_ms: float = 20.0, fractio
     fraction : float
         Part of ``busy_ms`` the call must wait to count as blocking.
     warmup : bool
-        Run ``fn`` once on an idle stream first, to subtract its own host time
-        and take first-use costs out of the measurement.
+        Run ``fn`` twice on an idle stream first: once to take first-use costs
+        (compiles, loads, allocations) out of the measurement, then once timed,
+        whose host time is subtracted from the measured call's.
 
     Returns
     -------
@@ -115,6 +116,8 @@ def blocks(fn: Callable[[], Any], stream: Any, *, busy_ms: float = 20.0, fractio
     cupy_stream.synchronize()
     idle_ms = None
     if warmup:
+        fn()  # first use: compiles, module loads, allocations (a validation-mode launch's set-up)
+        cupy_stream.synchronize()
         start = time.perf_counter()
         fn()
         idle_ms = (time.perf_counter() - start) * 1e3

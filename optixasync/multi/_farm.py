@@ -48,7 +48,7 @@ class Farm:
     scene : Scene
         With host (numpy) arrays: it travels to the workers.
     options : RenderOptions or dict, optional
-        Image size, samples, depth and seed, as for :class:`~optixasync.render.PathTracer`.
+        Image size, samples, depth and seed, as for :class:`~optixasync.render.RenderPipeline`.
     backend : LocalGPUs or DaskGPUs, optional
         Where the workers are (default: ``LocalGPUs("all")``, every GPU of this machine, closed with the farm).
     frames_in_flight : int
@@ -110,7 +110,7 @@ class Farm:
         Returns
         -------
         numpy.ndarray
-            (height, width, 3) float32, row 0 at the top; equal to ``PathTracer.render(spp)`` up to the
+            (height, width, 3) float32, row 0 at the top; equal to ``RenderPipeline.render(spp)`` up to the
             order of the float32 additions.
         """
         self._check_open()

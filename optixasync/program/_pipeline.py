@@ -5,6 +5,9 @@ Blocking calls
 * ``optixPipelineCreate`` compiles on the CPU (set-up).
 * ``optixLaunch`` returns at once unless the context has validation mode
   on, in which case it waits for all outstanding work of the context.
+
+A launch on a stream being captured into a CUDA graph is refused
+(:class:`~optixasync.errors.GraphCaptureError`, ``LAUNCH_NOT_REPLAYABLE``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from .._optix import check, log_buffer
 from .._optix import types as t
 from .._optix._primitives import primitive_kind
-from ..cuda import device_pointer
+from ..cuda import capture_of, device_pointer, stream_handle
+from ..errors import GraphCaptureError
 from ..validation import as_int, coerce_options
 from ._groups import ProgramGroup
 from ._options import PipelineOptions
@@ -30,6 +34,14 @@ __all__ = ["MAX_CALLABLE_DEPTH", "Pipeline", "check_callable_depths", "check_pri
 
 #: The deepest callable call graph a pipeline may declare (optixasync's bound; OptiX states none).
 MAX_CALLABLE_DEPTH = 64
+
+#: Why an OptiX launch is refused inside a CUDA-graph capture. Measured on an H200 with driver R580 (OptiX ABIs
+#: 87, 93 and 105; relaxed, thread-local and global capture modes; with and without a settled device): the capture
+#: succeeds, and the replayed launch runs with launch data OptiX no longer holds: the raygen reads zeroed
+#: parameters and its threads write past the launch's width at address 0x80 (compute-sanitizer), then the context
+#: is lost. A plain CUDA kernel captured and replayed the same way computes the right values.
+LAUNCH_NOT_REPLAYABLE = ("an OptiX launch: replayed from a CUDA graph it ran with launch data OptiX no longer held "
+                         "(an illegal address on an H200, driver R580); frames with OptiX launches run eagerly")
 
 
 def merge_stack_sizes(sizes: Sequence[t.StackSizes]) -> t.StackSizes:
@@ -260,6 +272,9 @@ class Pipeline:
             On a bad argument, naming it; raised before any GPU work.
         RuntimeError
             If the pipeline or ``sbt`` is closed (its device addresses would be freed memory).
+        GraphCaptureError
+            If ``stream`` is being captured into a CUDA graph: a replayed OptiX launch does not run what was
+            captured (see ``LAUNCH_NOT_REPLAYABLE``); the frame scheduler runs such frames eagerly.
         """
         # Called once or more per frame: plain ints and the owning context pass the checks without the
         # general validators (their Python cost was part of every frame's submit time).
@@ -290,14 +305,16 @@ class Pipeline:
             raise RuntimeError("launch on a closed Pipeline")
         if sbt.closed:
             raise RuntimeError("launch with a closed ShaderBindingTable (its records are freed)")
-        handle = sbt.ready.order(self.ctx.stream if stream is None else stream)
-        check(
-            self.ctx.api.optixLaunch(
-                self.handle, handle, device_pointer(params), params_size, ctypes.byref(sbt.struct), *dims
-            ),
-            "optixLaunch",
-            api=self.ctx.api,
+        target = stream_handle(self.ctx.stream if stream is None else stream)
+        if capture_of(target) is not None and not getattr(self.ctx.api, "launches_replay", False):
+            raise GraphCaptureError(LAUNCH_NOT_REPLAYABLE)  # (a test's stand-in API may say its launches replay)
+        handle = sbt.ready.order(target)
+        status = self.ctx.api.optixLaunch(
+            self.handle, handle, params if type(params) is int else device_pointer(params), params_size,
+            ctypes.byref(sbt.struct), *dims,
         )
+        if status:  # OPTIX_SUCCESS is 0: the common case skips the check's call
+            check(status, "optixLaunch", api=self.ctx.api)
 
     def close(self) -> None:
         if self.handle:

@@ -134,6 +134,9 @@ class ShaderBindingTable:
         for role, records in sections:
             for group, _ in records:
                 ctx.require_own(group, f"the {role} program group")
+        if not sections[1][1]:
+            raise ValueError("a shader binding table needs at least one miss record: optixLaunch refuses a table "
+                             "without (a raygen that traces no ray can take any miss program of its module)")
         layout = []
         total = 0
         for name, records in sections:

@@ -17,7 +17,7 @@ denoiser's :class:`optixasync.denoise.Denoise`); light types are registered
 in :mod:`optixasync.render.lights` like BSDF families in
 :mod:`optixasync.scene` (:func:`~optixasync.render.lights.register_light_type`,
 :func:`~optixasync.scene.register_bsdf`); frame updates
-(:class:`ClothMotion`, :class:`CameraSwing`, or any callable) change a frame
+(:class:`ClothMotion`, :class:`NodeMotion`, :class:`CameraSwing`, or any callable) change a frame
 before its launch. Importing this package loads no CUDA library.
 """
 
@@ -25,22 +25,29 @@ from __future__ import annotations
 
 from . import _path  # noqa: F401 (registers the path integrator)
 from ._device_scene import check_scene
-from ._integrator import Integrator, Launch, integrators, register_integrator
+from ._graphs import FRAME_VALUES, GraphUpdate
+from ._integrator import Integrator, Launch, PreparedLaunch, integrators, register_integrator
 from ._options import RenderOptions
 from ._outputs import OUTPUTS, Output
 from ._pipeline import RenderPipeline
+from ._recorder import FrameRecorder
 from ._stages import FrameBuffers, Readback, Stage, Tonemap, WriteImages
-from ._updates import CameraSwing, ClothMotion, FrameUpdate
+from ._updates import CameraSwing, ClothMotion, FrameUpdate, NodeMotion
 
 __all__ = [
     "CameraSwing",
     "ClothMotion",
+    "FRAME_VALUES",
     "FrameBuffers",
+    "FrameRecorder",
     "FrameUpdate",
+    "GraphUpdate",
     "Integrator",
     "Launch",
+    "NodeMotion",
     "OUTPUTS",
     "Output",
+    "PreparedLaunch",
     "Readback",
     "RenderOptions",
     "RenderPipeline",

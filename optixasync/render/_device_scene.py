@@ -3,11 +3,12 @@
 :class:`DeviceScene` places a checked :class:`~optixasync.scene.Scene` in
 device memory through the scene tables (:mod:`._tables`, one code path with
 the host build of the kernel) and builds what rays are traced against: one
-GAS (build input ``i`` = mesh ``i``; cut-out meshes with their any-hit
-program enabled) or, when meshes are instanced, move (motion blur:
-:mod:`._motion`) or the scene has spheres or curves, one GAS per distinct
-mesh geometry and one per shape kind (:mod:`._shape_accel`) under an
-instance structure (not compacted). It knows nothing of
+GAS (build input ``i`` = mesh ``i``; cut-out meshes and meshes whose back
+faces are culled with their any-hit program enabled) or, when meshes are
+instanced, move (motion blur: :mod:`._motion`) or the scene has spheres,
+curves or custom primitives, one GAS per distinct mesh geometry and one per
+shape kind (:mod:`._shape_accel`) under an instance structure (not
+compacted). It knows nothing of
 images, samples or programs: integrators launch over its
 :attr:`DeviceScene.record` and take the number of hit records it needs.
 
@@ -28,7 +29,8 @@ Blocking calls
   arrays, which waits for the device (measured: it waited for a 400 ms
   kernel queued on the set-up stream).
 Everything else enqueues asynchronous work: uploads through pinned staging,
-the build, refits, and stream ordering on the GPU.
+the build, refits, the instance structure's rebuilds (:meth:`DeviceScene.place`),
+and stream ordering on the GPU.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ..cuda import Readiness, as_cupy_stream
 from ..scene import Scene
 from ._emitters import EmitterTable, build_emitter_table, is_light_sampled
 from ._motion import check_scene_motion, moving_structure
+from ._params import runs_any_hit
 from ._placement import DevicePlacement
 from ._shape_accel import check_scene_shapes, hit_kinds, shape_instances
 from ._tables import SceneTables, needs_instances
@@ -49,7 +52,7 @@ from ._tables import SceneTables, needs_instances
 if TYPE_CHECKING:
     from ..cuda import Context
 
-__all__ = ["DeviceScene", "check_scene", "host_emitter_table"]
+__all__ = ["DeviceScene", "check_scene", "host_emitter_table", "placement_matrices"]
 
 
 def check_scene(scene: Any) -> Scene:
@@ -95,6 +98,24 @@ def _check_lights(scene: Scene) -> int:
         radius = scene_radius(scene) if radius is None else radius
         lit += kind.power(light, radius) > 0
     return lit
+
+
+def placement_matrices(transforms: Any, count: int) -> np.ndarray:
+    """``transforms`` as (count, 3, 4) float64 affine matrices, finite with invertible linear parts; ValueError else."""
+    try:
+        matrices = np.asarray(transforms, np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"transforms must be numbers, (meshes, 3, 4): {exc}") from None
+    if matrices.ndim == 3 and matrices.shape[1:] == (4, 4):
+        matrices = matrices[:, :3]
+    if matrices.shape != (count, 3, 4):
+        raise ValueError(f"transforms must be ({count}, 3, 4) (or 4x4 each), one per mesh; got {matrices.shape}")
+    if not np.isfinite(matrices).all():
+        raise ValueError("transforms must be finite")
+    singular = ~(np.abs(np.linalg.det(matrices[:, :, :3])) > 0.0)
+    if singular.any():
+        raise ValueError(f"transform of mesh {int(np.argmax(singular))} is not invertible (a zero scale)")
+    return np.ascontiguousarray(matrices)
 
 
 def host_emitter_table(scene: Scene) -> EmitterTable | None:
@@ -151,6 +172,10 @@ class DeviceScene:
         The end of the set-up; :meth:`order` puts a stream after it and after the structure's last operation.
     stream : cupy.cuda.Stream
         The set-up stream.
+    generation : int
+        The tables' generation: one more whenever a table is placed anew. Frame graphs capture the addresses
+        their work reads (the vertex arrays a refit and a vertex kernel use), so their key holds it. The tables
+        are placed once, at creation: nothing increments it yet.
     """
 
     def __init__(self, ctx: Context, scene: Scene, stream: Any, emitters: EmitterTable | None = None) -> None:
@@ -173,6 +198,8 @@ class DeviceScene:
         self.hit_kinds = hit_kinds(self.instanced, len(scene.meshes), self.tables.shapes)
         self.hit_records = len(self.hit_kinds)
         self._record = self.tables.record.copy()
+        self._record_handle = -1  # the handle written into the record (a numpy field write costs a microsecond)
+        self.generation = 0
         self.ready = Readiness()
         self.ready.record(stream)  # later streams wait for the set-up on the GPU, never the host
         ctx.track(self)
@@ -186,7 +213,7 @@ class DeviceScene:
         shapes' GAS and instances (:func:`~._shape_accel.shape_instances`).
         """
         scene, geometry = self.scene, self.tables.geometry
-        cutout = [m.material.alpha_mode != "opaque" for m in scene.meshes]
+        cutout = [runs_any_hit(m) for m in scene.meshes]  # cut-outs and culled back faces
         if not self.instanced:
             dynamic = bool(scene.dynamic)
             gas = GeometryAccel(
@@ -223,7 +250,9 @@ class DeviceScene:
     @property
     def record(self) -> np.ndarray:
         """The ``SceneRecord`` of the launch parameters, with the structure's current handle."""
-        self._record["handle"] = self.accel.handle  # compaction and rebuilds change it
+        handle = self.accel.handle
+        if handle != self._record_handle:  # compaction and rebuilds change it
+            self._record["handle"] = self._record_handle = handle
         return self._record
 
     @property
@@ -242,6 +271,8 @@ class DeviceScene:
 
         Pass the ``stream`` that will write it to order it after the set-up (the initial upload) first.
         """
+        if self.tables is None:
+            raise RuntimeError("the device scene is closed")
         vertices = self.tables.geometry.vertices
         index = int(mesh_index)
         if not 0 <= index < len(vertices):
@@ -257,6 +288,30 @@ class DeviceScene:
         self.order(stream)
         self.accel.refit(self.tables.geometry.vertices, stream)
 
+    def place(self, transforms: Any, stream: Any) -> None:
+        """Move the instanced meshes to the object-to-world ``transforms`` (M, 3, 4), one per mesh, on ``stream``.
+
+        Their mesh records are rewritten (through pinned staging) and the instance structure is rebuilt over
+        the new transforms; no GAS changes, no vertex moves. Rows of meshes without a transform (in world
+        space) are ignored. Launches ordered after ``stream`` see the new placement.
+
+        Raises
+        ------
+        ValueError
+            Without instanced meshes, or on transforms of another shape, not finite or not invertible
+            (before any GPU work).
+        """
+        placed = self.scene.instanced  # the meshes with a transform (shapes and moving meshes need instances too)
+        if not placed:
+            raise ValueError("the scene has no instanced meshes (with a transform): nothing to place (give the "
+                             "meshes to move a transform, e.g. GltfAsset.animated_scene)")
+        matrices = placement_matrices(transforms, len(self.scene.meshes))
+        self.order(stream)
+        self.tables.place(matrices, stream)
+        for k in placed:  # instance k is mesh k; the shapes' instances follow the meshes'
+            self.accel.instances[k].transform = matrices[k].astype(np.float32)
+        self.accel.rebuild(stream=stream)
+
     def compact(self, stream: Any, wait: bool = False) -> None:
         """Compact the structure on ``stream`` once its size is known (``wait``: wait for it); no-op if not compactable."""
         if self.accel.options.allow_compaction and not self.accel.compacted:
@@ -268,3 +323,5 @@ class DeviceScene:
         for gas in [*self.geometries, *self._transforms]:
             gas.close()  # idempotent: without instances, the one GAS is self.accel
         self._placement.release()
+        self.tables = None  # its geometry lists hold the vertex and index arrays: none outlives the close
+        self.geometries = []

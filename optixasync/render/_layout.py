@@ -14,14 +14,15 @@ from .._structs import struct_dtype
 from ..scene import MATERIAL_PARAMS
 from ._environment import ENVIRONMENT_RECORD
 
-__all__ = ["EMITTER_TRIANGLE", "LIGHT_RECORD", "MATERIAL_RECORD", "MESH_ALPHA_BLEND", "MESH_ALPHA_MASK", "MESH_EMISSIVE",
+__all__ = ["EMITTER_TRIANGLE", "LIGHT_RECORD", "MATERIAL_RECORD", "MESH_ALPHA_BLEND", "MESH_ALPHA_MASK",
+           "MESH_CULL_BACK", "MESH_EMISSIVE",
            "MESH_INSTANCED", "MESH_LIGHT_SAMPLED", "MESH_MIRRORED", "MESH_RECORD", "MESH_TWO_SIDED", "NESTED_MEMBERS",
            "PATH_PARAMS", "SCENE_RECORD", "STRUCT_NAMES"]
 
 #: ``MeshRecord``: one per mesh (= build input = SBT GAS index), read by the raygen at every hit.
 MESH_RECORD: np.dtype = struct_dtype([
     ("vertices", "ptr"), ("indices", "ptr"), ("normals", "ptr"), ("uvs", "ptr"), ("tangents", "ptr"),
-    ("material", "ptr"), ("emitter_offset", "uint"), ("flags", "uint"), ("to_world", "float", 12),
+    ("colors", "ptr"), ("material", "ptr"), ("emitter_offset", "uint"), ("flags", "uint"), ("to_world", "float", 12),
     ("normal_to_world", "float", 9),
 ])
 
@@ -63,6 +64,7 @@ PATH_PARAMS: np.dtype = struct_dtype([
     ("eye", "float3"), ("cam_u", "float3"), ("cam_v", "float3"), ("cam_w", "float3"),
     ("width", "uint"), ("height", "uint"), ("sample_offset", "uint"), ("spp", "uint"), ("accumulate", "uint"),
     ("seed", "uint"), ("max_depth", "uint"), ("rr_depth", "uint"), ("inv_total", "float"),
+    ("orthographic", "uint"), ("ray_length", "float"),
     ("aov_sums", "ptr"), ("radiance", "ptr"), ("albedo", "ptr"), ("normal", "ptr"),
     ("scene", SCENE_RECORD),
 ])
@@ -75,6 +77,7 @@ MESH_ALPHA_BLEND = 1 << 3
 MESH_LIGHT_SAMPLED = 1 << 4
 MESH_INSTANCED = 1 << 5
 MESH_MIRRORED = 1 << 6
+MESH_CULL_BACK = 1 << 7
 
 #: The CUDA member of each dtype field that lives in a nested struct laid out flat (the texture slots).
 NESTED_MEMBERS: dict[str, str] = {

@@ -25,6 +25,7 @@ import numpy as np
 from .._structs import struct_dtype
 from ..accel import AccelOptions, GeometryAccel, MatrixMotionTransform, MotionOptions, TriangleInput
 from ..scene import Scene
+from ._params import runs_any_hit
 
 if TYPE_CHECKING:
     from ..cuda import Context
@@ -103,7 +104,7 @@ def moving_structure(ctx: Context, scene: Scene, table: MotionTable, k: int, ind
     placed indices.
     """
     mesh = scene.meshes[k]
-    motion, cutout = mesh.motion, mesh.material.alpha_mode != "opaque"
+    motion, cutout = mesh.motion, runs_any_hit(mesh)  # cut-outs and culled back faces
     options = motion_options(motion)
     if motion.moves:
         gas = GeometryAccel(ctx, [TriangleInput(static, indices, any_hit=cutout)], stream=stream)

@@ -14,19 +14,19 @@ MAX_LAUNCH_PIXELS = 2**30
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """What :class:`~optixasync.render.PathTracer` renders and how.
+    """What a :class:`~optixasync.render.RenderPipeline` renders and how.
 
     Attributes
     ----------
     width, height : int
         Image size in pixels (at most 2**30 pixels: one OptiX thread each).
     spp : int
-        Samples per pixel of :meth:`PathTracer.render`.
+        Samples per pixel of :meth:`RenderPipeline.render`.
     samples_per_launch : int
-        Samples per ``optixLaunch`` in :meth:`PathTracer.render`; 0 lets the
+        Samples per ``optixLaunch`` in :meth:`RenderPipeline.render`; 0 lets the
         tracer decide (all in one launch, or 16 per launch when a progress
         callback is given). Progressive rendering passes its own count to
-        each :meth:`PathTracer.record`.
+        each :meth:`RenderPipeline.record`.
     max_depth : int
         Longest path, in the reference renderer's convention: 1 shows only
         the emitters the camera sees, 2 adds direct lighting, and so on.

@@ -15,13 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ..scene import MATERIAL_PARAMS, Camera, Material, Mesh, Scene, Texture, bsdf_family, bsdf_index
+from ..scene import MATERIAL_PARAMS, Camera, CameraBasis, Material, Mesh, Scene, Texture, bsdf_family
+from ..scene._bsdf import bsdf_index
 from ..validation import as_int
 from ._emitters import is_light_sampled
 from ._layout import (
     MATERIAL_RECORD,
     MESH_ALPHA_BLEND,
     MESH_ALPHA_MASK,
+    MESH_CULL_BACK,
     MESH_EMISSIVE,
     MESH_INSTANCED,
     MESH_LIGHT_SAMPLED,
@@ -32,7 +34,7 @@ from ._layout import (
 from ._options import RenderOptions
 
 __all__ = ["MAX_SAMPLES", "fill_params", "launch_plan", "material_record", "mesh_flags", "mesh_records",
-           "positive_int"]
+           "place_records", "positive_int", "runs_any_hit"]
 
 MAX_SAMPLES = 2**32 - 1  # the kernel's sample index is a 32-bit unsigned int
 
@@ -56,13 +58,17 @@ def fill_params(params: Any, *, options: RenderOptions, camera: Camera, accum: i
     ``SceneRecord`` (with the structure's handle), assigned in one piece. ``sample_offset`` is the absolute
     index of the launch's first sample (its random numbers depend on it). ``accumulate`` says whether the
     launch adds to the accumulation or overwrites it; by default (None) a launch with ``sample_offset`` 0
-    overwrites and later ones add. ``basis`` is ``camera.basis(width, height)`` when the caller has it already.
+    overwrites and later ones add. ``basis`` is ``camera.basis(width, height)`` when the caller has it already
+    (its :class:`~optixasync.scene.CameraBasis` says pinhole or orthographic, and how far camera rays run).
     ``outputs`` holds the device addresses of the other outputs the launch's variant writes, by field:
     ``aov_sums``, ``radiance``, ``albedo``, ``normal`` (the rest stay 0).
     """
-    eye, u, v, w = basis if basis is not None else camera.basis(options.width, options.height)
+    basis = basis if basis is not None else camera.basis(options.width, options.height)
+    if not isinstance(basis, CameraBasis):
+        basis = CameraBasis(*basis)  # a plain (eye, U, V, W): a pinhole without a far plane
     params["accum"], params["image"] = accum, image
-    params["eye"], params["cam_u"], params["cam_v"], params["cam_w"] = eye, u, v, w
+    params["eye"], params["cam_u"], params["cam_v"], params["cam_w"] = basis
+    params["orthographic"], params["ray_length"] = int(basis.orthographic), basis.ray_length
     params["width"], params["height"] = options.width, options.height
     if accumulate is None:
         accumulate = sample_offset > 0
@@ -127,21 +133,34 @@ def mesh_flags(mesh: Mesh) -> int:
         flags |= MESH_ALPHA_MASK
     elif material.alpha_mode == "blend":
         flags |= MESH_ALPHA_BLEND
+    if material.sidedness == "cull_back":
+        flags |= MESH_CULL_BACK
     return flags
 
 
+def runs_any_hit(mesh: Mesh) -> bool:
+    """Whether the mesh's geometry is built with its any-hit program: cut-outs, and culled back faces.
+
+    The others skip it (OptiX disables any-hit per build input), so a scene without such meshes traces as
+    if the program had none.
+    """
+    return mesh.material.alpha_mode != "opaque" or mesh.material.sidedness == "cull_back"
+
+
 def mesh_records(scene: Scene, vertex_pointers: list[int], index_pointers: list[int], emitter_offsets: np.ndarray,
-                 material_pointers: list[int], attribute_pointers: list[tuple[int, int, int]] | None = None) -> np.ndarray:
+                 material_pointers: list[int],
+                 attribute_pointers: list[tuple[int, int, int, int]] | None = None) -> np.ndarray:
     """The ``MeshRecord`` array of ``scene`` (host), given the device addresses of each mesh's arrays.
 
     ``material_pointers[k]`` is the address of mesh ``k``'s ``MaterialRecord``; ``attribute_pointers[k]`` the
-    addresses of its (normals, uvs, tangents), 0 for those it lacks (None: none has any).
+    addresses of its (normals, uvs, tangents, colors), 0 for those it lacks (None: none has any).
     """
     records = np.zeros(len(scene.meshes), MESH_RECORD)
     for k, mesh in enumerate(scene.meshes):
         records[k]["vertices"], records[k]["indices"] = vertex_pointers[k], index_pointers[k]
         if attribute_pointers is not None:
-            records[k]["normals"], records[k]["uvs"], records[k]["tangents"] = attribute_pointers[k]
+            records[k]["normals"], records[k]["uvs"], records[k]["tangents"], records[k]["colors"] = \
+                attribute_pointers[k]
         records[k]["material"] = material_pointers[k]
         records[k]["emitter_offset"] = int(emitter_offsets[k])
         records[k]["flags"] = mesh_flags(mesh)
@@ -149,3 +168,21 @@ def mesh_records(scene: Scene, vertex_pointers: list[int], index_pointers: list[
             records[k]["to_world"] = mesh.transform.reshape(-1)
             records[k]["normal_to_world"] = np.linalg.inv(mesh.transform[:, :3]).T.reshape(-1)
     return records
+
+
+def place_records(records: np.ndarray, transforms: np.ndarray) -> np.ndarray:
+    """A copy of the ``MeshRecord`` array ``records`` with its instanced meshes placed by ``transforms`` (M, 3, 4).
+
+    Each instanced record (``MESH_INSTANCED``) gets its ``to_world``, its ``normal_to_world`` (the inverse
+    transpose) and its ``MESH_MIRRORED`` bit from its row of ``transforms`` (checked finite and invertible by
+    the caller), as :func:`mesh_records` sets them; the others are copied unchanged.
+    """
+    out = records.copy()
+    instanced = (out["flags"] & np.uint32(MESH_INSTANCED)) != 0
+    matrices = np.asarray(transforms, np.float64)[instanced]
+    linear = matrices[:, :, :3]
+    out["to_world"][instanced] = matrices.reshape(-1, 12)
+    out["normal_to_world"][instanced] = np.swapaxes(np.linalg.inv(linear), 1, 2).reshape(-1, 9)
+    mirrored = np.where(np.linalg.det(linear) < 0, np.uint32(MESH_MIRRORED), np.uint32(0))
+    out["flags"][instanced] = (out["flags"][instanced] & ~np.uint32(MESH_MIRRORED)) | mirrored
+    return out

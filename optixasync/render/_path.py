@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._optix._types import CompileDebugLevel, CompileOptimizationLevel, TraversableGraphFlags
 from ..program import CompileOptions, Module, ModuleOptions, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
-from ._integrator import Integrator, Launch, register_integrator
+from ._integrator import Integrator, Launch, PreparedLaunch, register_integrator
 from ._layout import PATH_PARAMS
 from ._outputs import output_mask
 from ._params import fill_params
+from ._refill import ParamsRefill
 from ._shape_accel import ShapeHitGroups, shape_pipeline_options
 from ._source import pathtracer_source
 
@@ -115,6 +116,7 @@ class PathIntegrator(Integrator):
         self.shape_hits = ShapeHitGroups(ctx, self.module, options, kinds)
         hits = {"triangle": self.hit, **self.shape_hits.groups}
         self.variants: dict[int, tuple[ProgramGroup, Pipeline, ShaderBindingTable]] = {}
+        self._refill = ParamsRefill(self.params_dtype)
         stream = scene.stream
         for mask in masks:
             raygen = ProgramGroup.raygen(ctx, self.module, f"__raygen__outputs_{mask}")
@@ -132,24 +134,44 @@ class PathIntegrator(Integrator):
         ValueError
             If the launch's outputs are not a compiled variant.
         """
+        prepared = self.prepare(frame.params if params is None else params, launch)
+        frame.launch(prepared.pipeline, prepared.sbt, prepared.width, prepared.height, params=params)
+
+    def prepare(self, params: Any, launch: Launch) -> PreparedLaunch:
+        """Fill ``params`` for ``launch`` and return the variant's launch, to enqueue on the frame later.
+
+        A block last filled from the same inputs gets its sample counts only (:mod:`._refill`).
+
+        Raises
+        ------
+        ValueError
+            If the launch's outputs are not a compiled variant.
+        """
         mask = output_mask(launch.outputs)
         variant = self.variants.get(mask)
         if variant is None:
             raise ValueError(f"the path integrator was not compiled for the outputs {sorted(launch.outputs)} "
                              f"(variants: {sorted(self.variants)})")
         _raygen, pipeline, sbt = variant
-        target = frame.params if params is None else params
+        static = (pipeline, launch.options, launch.basis, launch.accum, launch.sums, *launch.outputs.values())
+        scene = launch.scene.tobytes()
+        refill = self._refill
+        if not refill.counts_only(params, static, scene, launch.sample_offset, launch.spp, launch.accumulate):
+            self._fill(params, launch)
+            refill.remember(params, static, scene)
+        return PreparedLaunch(pipeline, sbt, launch.options.width, launch.options.height)
+
+    @staticmethod
+    def _fill(params: Any, launch: Launch) -> None:
         addresses = {field: int(launch.outputs[name].data.ptr) for name, field in _FIELDS.items()
                      if name in launch.outputs}
         if launch.sums is not None:
             addresses["aov_sums"] = int(launch.sums.data.ptr)
         image = launch.outputs.get("image")
-        fill_params(target, options=launch.options, camera=None, basis=launch.basis, accum=int(launch.accum.data.ptr),
+        fill_params(params, options=launch.options, camera=None, basis=launch.basis, accum=int(launch.accum.data.ptr),
                     scene=launch.scene, sample_offset=launch.sample_offset, spp=launch.spp,
                     image=int(image.data.ptr) if image is not None else 0, outputs=addresses,
                     accumulate=launch.accumulate)
-        opts = launch.options
-        frame.launch(pipeline, sbt, opts.width, opts.height, params=params)
 
     def close(self) -> None:
         """Destroy the pipelines, SBTs and program groups, then the module (the caller waited for its launches)."""

@@ -11,7 +11,10 @@ Every launch goes through a frame of a :class:`~optixasync.FrameScheduler`:
 * :meth:`RenderPipeline.frames` runs progressive or animated frames through
   the pipeline's own scheduler, and yields their results in order;
 * :meth:`RenderPipeline.render` renders a still: one frame of the pipeline's
-  scheduler holding all of its launches, each with parameters of its own.
+  scheduler holding all of its launches, each with parameters of its own;
+* :meth:`RenderPipeline.recorder` records frames of an application's own
+  loop the same way every time. Frame graphs (off by default: ``graphs=True``)
+  capture a slot's frame once and replay it: see :mod:`._graphs`.
 
 Progressive frames add their samples to one accumulation buffer, ordered by
 the frames' stream (one scheduler per pipeline for :meth:`record`). The random
@@ -32,9 +35,9 @@ Blocking calls
 * :meth:`RenderPipeline.frames` waits where its scheduler does: on a slot's
   fence when the host is ``frames_in_flight`` frames ahead, and for the last
   frames when it ends (drain).
-* :meth:`RenderPipeline.close` waits for the launches it enqueued and for
-  the structure's last operation before destroying the program and the
-  tables.
+* :meth:`RenderPipeline.close` waits for the launches it enqueued, the
+  streams its graph frames ran on and the structure's last operation
+  before destroying the program and the tables.
 * ``optixLaunch`` blocks when the context has validation mode on.
 Everything in :meth:`record`, :meth:`refit` and :meth:`reset` is
 asynchronous: pinned parameter staging, stream-ordered memory, event
@@ -49,15 +52,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cuda import Context, GpuTimer, Readiness, as_cupy_stream, create_stream, synchronize
+from ..cuda import Context, GpuTimer, Readiness, as_cupy_stream, create_stream, stream_handle, synchronize
 from ..scene import Camera, Scene
 from ..validation import as_int, coerce_options
 from ._device_scene import DeviceScene, check_scene, host_emitter_table
+from ._graphs import FrameWork, PipelineGraphs
 from ._integrator import Integrator, Launch, integrator_class
 from ._options import RenderOptions
 from ._outputs import check_output_names
 from ._params import MAX_SAMPLES, positive_int
 from ._plan import OutputPlan
+from ._recorder import FrameRecorder, run_frames
 from ._stages import FrameBuffers, Stage
 from ._still import render_still
 
@@ -94,6 +99,9 @@ class RenderPipeline:
         Options of that scheduler.
     stream : stream, optional
         The stream of the set-up and of the pipeline's own frames (default: a new non-blocking one).
+    graphs : bool
+        Run the pipeline's own frames as CUDA graphs (its scheduler's ``graphs``; see :mod:`._graphs`). Off
+        by default: frame graphs have not yet been checked on a GPU.
 
     Attributes
     ----------
@@ -111,6 +119,8 @@ class RenderPipeline:
         NaN or Inf samples dropped by the last :meth:`render`.
     last_render_ms : float or None
         GPU time of all launches of the last :meth:`render` (timing events).
+    graphs : PipelineGraphs
+        The frame-graph side of the frames (graph or eager, their keys, the slots' frame values).
 
     Raises
     ------
@@ -122,7 +132,8 @@ class RenderPipeline:
     def __init__(self, ctx: Context, scene: Scene, options: RenderOptions | dict | None = None, *,
                  integrator: str = "path", outputs: str | Sequence[str] = ("image",), stages: Iterable[Stage] = (),
                  readback: Any = DEFAULT, frames_in_flight: int = 2,
-                 scheduler_options: SchedulerOptions | dict | None = None, stream: Any = None) -> None:
+                 scheduler_options: SchedulerOptions | dict | None = None, stream: Any = None,
+                 graphs: bool = False) -> None:
         if not isinstance(ctx, Context):
             raise TypeError(f"ctx must be an optixasync.Context, got {type(ctx).__name__}")
         ctx.require_open()
@@ -138,6 +149,10 @@ class RenderPipeline:
         self._plan = OutputPlan(cls, self.outputs, self.stages)
         self.readback = self._plan.check_readback(self.outputs if readback is DEFAULT else readback, staged=True)
         self.frames_in_flight = as_int("frames_in_flight", frames_in_flight, 1)
+        if not isinstance(graphs, bool):
+            raise TypeError(f"graphs must be a bool, got {type(graphs).__name__}")
+        self._graphs_default = graphs
+        self._stage_tuple = tuple(self.stages)
         self._scheduler_options = scheduler_options
         emitters = host_emitter_table(scene)  # zero emissive area raises here, before any GPU work
         self.ctx = ctx
@@ -161,6 +176,7 @@ class RenderPipeline:
         self._timer = GpuTimer()
         self._last_launch: dict[int, Any] = {}  # stream handle -> end event of this pipeline's last launch there
         self._scheduler: FrameScheduler | None = None
+        self.graphs = PipelineGraphs(self)
         self.last_nonfinite = 0
         self.last_render_ms: float | None = None
         ctx.track(self)
@@ -210,7 +226,9 @@ class RenderPipeline:
 
     @property
     def last_launch_ms(self) -> float | None:
-        """GPU time of the newest finished launch (timing events; never waits), None until one has finished."""
+        """GPU time of the newest finished eager launch (timing events; never waits), None until one has finished.
+
+        A frame graph's launch is not timed apart: its frame's ``stats.gpu_ms`` covers it."""
         return self._timer.poll()
 
     @property
@@ -221,7 +239,8 @@ class RenderPipeline:
 
             self._check_open()
             self._scheduler = FrameScheduler(self.ctx, self.frames_in_flight, params_dtype=self.params_dtype,
-                                             options=self._scheduler_options, stream=self.stream)
+                                             options=self._scheduler_options, stream=self.stream,
+                                             graphs=self._graphs_default)
         return self._scheduler
 
     def _check_open(self) -> None:
@@ -236,8 +255,9 @@ class RenderPipeline:
 
     def order(self, stream: Any) -> int:
         """Make ``stream`` wait (on the GPU) for the scene's set-up, its last structure update and our buffers."""
-        self._buffers.order(stream)
-        return self.device_scene.order(stream)
+        handle = stream_handle(stream)  # once: a frame given as the stream starts its GPU time here
+        self._buffers.order(handle)
+        return self.device_scene.order(handle)
 
     # -- scene changes ---------------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -267,9 +287,24 @@ class RenderPipeline:
         self.device_scene.refit(self.stream if stream is None else stream)
         self.reset()
 
+    def place(self, transforms: Any, stream: Any = None) -> None:
+        """Move the instanced meshes to new object-to-world ``transforms`` (M, 3, 4), ordered on ``stream``.
+
+        Rewrites their mesh records and rebuilds the instance structure (:meth:`DeviceScene.place`); a
+        frame update calls it with its frame (:class:`NodeMotion`). Also restarts the accumulation.
+
+        Raises
+        ------
+        ValueError
+            Without instanced meshes, or on bad transforms (before any GPU work).
+        """
+        self._check_open()
+        self.device_scene.place(transforms, self.stream if stream is None else stream)
+        self.reset()
+
     # -- frames ------------------------------------------------------------------------------------------------
     def record(self, frame: Frame, spp: int = 1, *, readback: Any = DEFAULT, camera: Camera | None = None,
-               stages: bool = True) -> dict[str, Any]:
+               stages: bool = True, graph: bool | None = None) -> dict[str, Any]:
         """Launch ``spp`` more samples per pixel into the accumulation inside ``frame``, then the stages.
 
         The frame's outputs (the pipeline's, and what its stages need) are written into the frame slot's buffers
@@ -278,6 +313,10 @@ class RenderPipeline:
         outputs that need the first-hit sums restart the accumulation when the frames before did not keep them.
         One ``record`` per frame: it is the frame's launch and fills ``frame.params``.
 
+        ``graph`` (default: the frame's ``graph``) runs the frame as its slot's CUDA graph (:mod:`._graphs`): this
+        writes the parameters only; the launch, stages and readbacks are the frame's work, enqueued (or replayed)
+        at submit. GPU work of your own reading the outputs then goes in ``sched.frame(work)`` (run after ours).
+
         Returns
         -------
         dict of str to device array
@@ -285,12 +324,21 @@ class RenderPipeline:
         """
         self._check_open()
         spp = positive_int("spp", spp)
-        names = self._plan.check_readback(self.readback if readback is DEFAULT else readback, staged=stages)
-        if frame.launched:
+        names = self._plan.check_readback(self._default_readback(stages) if readback is DEFAULT else readback,
+                                          staged=stages)
+        return self._record(frame, spp, names, stages, graph, camera=camera)
+
+    def _record(self, frame: Frame, spp: int, names: tuple[str, ...], stages: bool, graph: bool | None,
+                updates: tuple = (), camera: Camera | None = None) -> dict[str, Any]:
+        """:meth:`record` with its arguments checked; ``updates``: frame updates whose GPU part the frame holds."""
+        self._check_open()
+        if frame.launched or isinstance(frame.work, FrameWork):
             raise RuntimeError("this frame has already launched with its parameters: call record() once per frame")
         if frame.params is None or frame.params.dtype != self.params_dtype:
             raise ValueError("the frame's parameters do not have the pipeline's layout: create the scheduler "
                              "with FrameScheduler(ctx, n, params_dtype=pipeline.params_dtype)")
+        if self.graphs.lost_samples():
+            self.reset()  # the graph frame before was aborted after counting its samples
         if camera is not None:
             self.camera = camera  # restarts the accumulation if it differs (only once the frame is known good)
         if self._samples + spp > MAX_SAMPLES:
@@ -299,23 +347,30 @@ class RenderPipeline:
         sums = self._plan.needs_sums(stages)
         if sums and self._samples > 0 and not self._sums_current:
             self.reset()  # the sums would not cover the earlier samples
+        for stage in self._stage_tuple if stages else ():
+            stage.prepare(frame, (self._options.height, self._options.width))  # a refusal adds no samples
         handle = self.order(frame)  # the frame as the stream: its GPU time starts here
         self.device_scene.compact(frame.stream)  # once the size has arrived; never waits
         buffers = FrameBuffers(frame, self._options.width, self._options.height)
         launch = Launch(self._options, self.camera_basis(), self._accum, self._samples, spp, self._samples > 0,
                         self.device_scene.record, {name: buffers[name] for name in written},
                         self._first_hit_sums(frame) if sums else None)
-        span = self._timer.start(frame.stream)
-        self.integrator.launch(frame, launch)
-        self._last_launch[handle] = self._timer.stop(span, frame.stream)
-        # The launch has added the samples: count them before anything else can raise.
+        work = FrameWork(self, launch, buffers, self._stage_tuple if stages else (), names, updates,
+                         self.graphs.values(frame, create=False) if updates else None, written)
+        deferred = self.graphs.defer(frame, work, graph)  # a graph's frame: parameters written, its work at submit
+        if not deferred:
+            span = self._timer.start(frame.stream)
+            work.launch(frame)
+            self._last_launch[handle] = self._timer.stop(span, frame.stream)
+        # The launch has added the samples (a graph's frame: will add them): count them before anything can raise.
         self._samples += spp
         self._sums_current = sums
-        for stage in self.stages if stages else ():
-            stage.record(frame, buffers)
-        for name in names:
-            frame.readback(buffers[name], name)
+        if not deferred:
+            work.finish(frame)
         return buffers.made()
+
+    def _default_readback(self, stages: bool) -> tuple[str, ...]:
+        return self._plan.default_readback(self.readback, stages)
 
     def _first_hit_sums(self, frame: Frame) -> Any:
         if self._sums is None:  # made on the frames' stream, which is the only one that uses it
@@ -325,7 +380,7 @@ class RenderPipeline:
 
     def frames(self, count: int, spp: int = 1, *, update: Callable[[RenderPipeline, int, Frame], None] | None = None,
                accumulate: bool | None = None, readback: Any = DEFAULT, last_only: bool = False,
-               stages: bool = True) -> Iterator[FrameResult]:
+               stages: bool = True, graphs: bool | None = None) -> Iterator[FrameResult]:
         """Render ``count`` frames of ``spp`` samples through the pipeline's scheduler; their results, in order.
 
         ``update(pipeline, index, frame)`` (a frame update: :class:`~optixasync.render.ClothMotion`,
@@ -333,27 +388,29 @@ class RenderPipeline:
         ``accumulate`` (default: without an update) adds every frame's samples to the progressive image;
         otherwise each frame is its own image. ``last_only`` reads back the last frame alone (a progressive
         still). The stages' :meth:`Stage.deliver` sees each result with readbacks before it is yielded. Results
-        hold pinned memory until released: use them as ``with result:``, or drop them.
+        hold pinned memory until released: use them as ``with result:``, or drop them. ``graphs`` (default: the
+        pipeline's) runs the frames as CUDA graphs, an update's GPU part included when it has one
+        (:class:`~optixasync.render.GraphUpdate`: the cloth's vertices and refit).
         """
+        self._check_open()
         count = as_int("count", count, 0)
-        accumulate = update is None if accumulate is None else bool(accumulate)
-        scheduler = self.scheduler
-        for k in range(count):
-            with scheduler.frame() as frame:
-                if update is not None:
-                    update(self, k, frame)
-                if not accumulate:
-                    self.reset()
-                self.record(frame, spp, readback=None if last_only and k < count - 1 else readback, stages=stages)
-            yield from self._delivered(scheduler.poll(), stages)
-        yield from self._delivered(scheduler.drain(), stages)
+        every = self.recorder(spp, update=update, accumulate=accumulate, readback=None if last_only else readback,
+                              stages=stages, graph=graphs)
+        last = self.recorder(spp, update=update, accumulate=accumulate, readback=readback, stages=stages,
+                             graph=graphs) if last_only else every
+        return run_frames(self, count, every, last, stages)  # the checks above at the call, the frames when iterated
 
-    def _delivered(self, results: list[FrameResult], stages: bool) -> Iterator[FrameResult]:
-        for result in results:
-            if result.readbacks:
-                for stage in self.stages if stages else ():
-                    stage.deliver(result)
-            yield result
+    def recorder(self, spp: int = 1, *, update: Callable[[RenderPipeline, int, Frame], None] | None = None,
+                 accumulate: bool | None = None, readback: Any = DEFAULT, stages: bool = True,
+                 graph: bool | None = None) -> FrameRecorder:
+        """Frames recorded the same way every time, into frames of any scheduler of the pipeline's layout.
+
+        ``recorder.record(frame, index)`` is frame ``index`` of :meth:`frames` (its arguments, checked once). The
+        record-once, replay-many door for applications driving their own frames (see :class:`FrameRecorder`).
+        """
+        return FrameRecorder(self, spp, update=update, accumulate=accumulate,
+                             readback=self._default_readback(stages) if readback is DEFAULT else readback,
+                             stages=stages, graph=graph)
 
     # -- stills ----------------------------------------------------------------------------------------------
     def render(self, spp: int | None = None, progress: Callable[[int], None] | None = None) -> np.ndarray:
@@ -402,13 +459,6 @@ class RenderPipeline:
         names = self._plan.check_readback(self.readback if readback is DEFAULT else readback, staged=True)
         return render_still(self, 0, total, progress, stages=True, readback=names)
 
-    @staticmethod
-    def tonemap(linear: np.ndarray) -> np.ndarray:
-        """Linear RGB (H, W, 3) to sRGB ``uint8`` (H, W, 3) with the kernel's curve (host, numpy)."""
-        from ..io import tonemap_srgb
-
-        return tonemap_srgb(linear)
-
     # -- lifetime --------------------------------------------------------------------------------------------------
     def close(self) -> None:
         """Wait for this pipeline's launches, then release its scheduler, stages, program and scene."""
@@ -418,6 +468,7 @@ class RenderPipeline:
         try:
             if self._scheduler is not None:
                 self._scheduler.close()
+            self.graphs.close()
             for event in self._last_launch.values():
                 synchronize(event, "waiting for the pipeline's launches before closing it")
             synchronize(self.device_scene.ready.event, "waiting for the pipeline's set-up before closing it")

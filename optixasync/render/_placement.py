@@ -21,8 +21,8 @@ Blocking calls
 * :meth:`DevicePlacement.textures` allocates one CUDA array per texture
   (``cudaMallocArray``, not stream-ordered): set-up time (see
   :mod:`._textures`).
-Everything else enqueues asynchronous work: uploads through pinned staging,
-the environment's tables, and stream ordering on the GPU.
+Everything else enqueues asynchronous work: uploads (and rewrites of them)
+through pinned staging, the environment's tables, and stream ordering on the GPU.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ class Placement(Protocol):
 
     def upload(self, array: np.ndarray, name: str) -> int:
         """Copy a host array (structured records or plain numbers); the copy's address."""
+
+    def rewrite(self, address: int, array: np.ndarray, stream: Any) -> None:
+        """Overwrite what :meth:`upload` placed at ``address`` with ``array`` (of its size), ordered on ``stream``."""
 
     def mesh_array(self, array: Any, name: str, dtype: Any, shared: bool) -> Any:
         """A mesh array where the kernel reads it (``shared``: arrays placed more than once are placed once)."""
@@ -81,13 +84,28 @@ class DevicePlacement:
         self.stream = as_cupy_stream(stream)
         self._kept: list[Any] = []
         self._shared: dict[int, tuple[Any, Any]] = {}  # id(host array) -> (host array, device array)
+        self._uploads: dict[int, Any] = {}  # address -> device array, of what upload() placed
         self.environments: list[Any] = []
         self.texture_sets: list[Any] = []
 
     def upload(self, array: np.ndarray, name: str) -> int:
         device = self.ctx.upload(np.frombuffer(np.ascontiguousarray(array).tobytes(), np.uint8), self.stream)
         self._kept.append(device)
+        self._uploads[int(device.data.ptr)] = device
         return int(device.data.ptr)
+
+    def rewrite(self, address: int, array: np.ndarray, stream: Any) -> None:
+        """Copy ``array`` over the upload at ``address`` through pinned staging on ``stream`` (never waits).
+
+        Raises
+        ------
+        ValueError
+            When nothing was uploaded at ``address``, or ``array`` has another size.
+        """
+        target = self._uploads.get(int(address))
+        if target is None:
+            raise ValueError(f"no table was uploaded at {int(address):#x}: nothing to rewrite")
+        self.ctx.upload_into(target, np.frombuffer(np.ascontiguousarray(array).tobytes(), np.uint8), stream)
 
     def mesh_array(self, array: Any, name: str, dtype: Any, shared: bool) -> Any:
         """A host array uploaded (once per array object when ``shared``), a device array used in place.
@@ -145,3 +163,4 @@ class DevicePlacement:
         for environment in self.environments:
             environment.close()
         self._kept, self._shared, self.environments, self.texture_sets = [], {}, [], []
+        self._uploads = {}

@@ -68,6 +68,13 @@ class OutputPlan:
         """Whether those outputs need the running first-hit sums."""
         return bool(self.integrator_outputs(staged) & self.integrator.needs_sums)
 
+    def default_readback(self, readback: tuple[str, ...], staged: bool) -> tuple[str, ...]:
+        """A pipeline's ``readback``, less what only the stages make when they do not run (``staged`` false)."""
+        if staged:
+            return readback
+        plain = self.integrator_outputs(False)
+        return tuple(name for name in readback if name in plain)
+
     def check_readback(self, names: Any, staged: bool) -> tuple[str, ...]:
         """``names`` (None: none) checked to be outputs of a frame with (or without) the stages.
 

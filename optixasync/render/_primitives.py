@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._structs import struct_dtype
-from ..scene import CURVE_DEGREES, Curves, CustomPrimitives, Material, Scene, Spheres, custom_primitive_index
+from ..scene import CURVE_DEGREES, Curves, CustomPrimitives, Material, Scene, Spheres
+from ..scene._custom import custom_primitive_index
 from ._layout import MESH_EMISSIVE, MESH_TWO_SIDED
 
 if TYPE_CHECKING:

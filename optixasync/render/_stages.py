@@ -8,6 +8,12 @@ to :meth:`Stage.deliver` (on the host: a file writer). Stages are defined
 here, so that layers above ``render`` (the denoiser) implement them and
 import downward.
 
+When the pipeline's frames run as CUDA graphs (:mod:`._graphs`), a stage's
+:meth:`Stage.record` is captured once per frame slot and replayed: it must
+enqueue the same work every frame (reading what changes from memory) and
+allocate nothing after the first frame. A stage that cannot be captured says
+why (:meth:`Stage.uncapturable`) and its frames run eagerly.
+
 Blocking calls
 --------------
 None here: :class:`Tonemap` enqueues a kernel (compiled by CuPy on first
@@ -20,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,14 +73,27 @@ class Stage:
         Outputs it makes.
     """
 
-    needs: ClassVar[frozenset[str]] = frozenset()
-    writes: ClassVar[frozenset[str]] = frozenset()
+    needs: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset()
+
+    def prepare(self, frame: Frame, shape: tuple[int, int]) -> None:
+        """Check ``frame`` (and set up for it) before its launch: a stage that refuses a frame raises here, so
+        the refused frame adds no samples. ``shape`` is the image's (height, width)."""
 
     def record(self, frame: Frame, buffers: FrameBuffers) -> None:
         """Enqueue the stage's GPU work for ``frame`` on the frame (its stream), reading and writing ``buffers``."""
 
     def deliver(self, result: FrameResult) -> Any:
         """What to do with a completed frame's result on the host (None: nothing); returns anything."""
+        return None
+
+    def uncapturable(self) -> str | None:
+        """Why this stage's GPU work cannot go into a frame graph (None: it can, the default).
+
+        A frame with such a stage runs eagerly with this reason, logged once and counted
+        (``stats.graphs.eager_reasons``). Work that a capture refuses anyway (an allocation, a wait for
+        another stream) falls back to eager frames by itself.
+        """
         return None
 
     def close(self) -> None:
@@ -94,7 +113,7 @@ class Tonemap(Stage):
         (self.source,) = check_output_names(source, "the tonemap's source")
         if OUTPUTS[self.source].dtype != np.float32:
             raise ValueError(f"the tonemap needs a linear float output, not {self.source!r}")
-        self.needs = frozenset({self.source})  # type: ignore[misc]
+        self.needs = frozenset({self.source})
 
     def record(self, frame: Frame, buffers: FrameBuffers) -> None:
         from ._tonemap import tonemap_device
@@ -110,7 +129,7 @@ class Readback(Stage):
 
     def __init__(self, names: Iterable[str] | str) -> None:
         self.names = check_output_names(names, "readback")
-        self.needs = frozenset(self.names)  # type: ignore[misc]
+        self.needs = frozenset(self.names)
 
     def record(self, frame: Frame, buffers: FrameBuffers) -> None:
         for name in self.names:
@@ -121,18 +140,22 @@ class Readback(Stage):
 
 
 class WriteImages(Stage):
-    """Write each completed frame's ``output`` (read back) to ``base`` numbered by frame, atomically.
+    """Write each completed frame's ``output`` (read back) to ``base``, numbered in delivery order, atomically.
 
-    ``base`` ``out.png`` gives ``out_0000.png``, ``out_0001.png``, ... (:func:`optixasync.io.numbered_path`);
-    files are written under a temporary name and renamed, on the writer's threads.
+    ``base`` ``out.png`` gives ``out_0000.png``, ``out_0001.png``, ... (:func:`optixasync.io.numbered_path`),
+    one number per frame this stage is handed (its :attr:`written` count: frames rendered before, such as a
+    still, do not shift the numbers); ``first`` is the first number. Files are written under a temporary name and
+    renamed, on the writer's threads.
     """
 
-    def __init__(self, base: str | Path, output: str = "image", *, workers: int = 4) -> None:
+    def __init__(self, base: str | Path, output: str = "image", *, workers: int = 4, first: int = 0) -> None:
         from ..io import ImageWriter, check_image_path
+        from ..validation import as_int
 
         self.base = check_image_path(base)
+        self.first = as_int("first", first, 0)
         (self.output,) = check_output_names(output, "the written output")
-        self.needs = frozenset({self.output})  # type: ignore[misc]
+        self.needs = frozenset({self.output})
         self._writer = ImageWriter(workers=workers)
         self.written = 0
 
@@ -141,8 +164,9 @@ class WriteImages(Stage):
 
         image = result[self.output]
         image = image[..., :3] if image.ndim == 3 and image.shape[-1] == 4 else image
+        number = self.first + self.written
         self.written += 1
-        return self._writer.submit(numbered_path(self.base, result.index), image)
+        return self._writer.submit(numbered_path(self.base, number), image)
 
     def close(self) -> None:
         self._writer.close()

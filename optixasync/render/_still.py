@@ -46,7 +46,9 @@ def render_still(pipeline: Any, first: int, total: int, progress: Callable[[int]
     per_launch = opts.samples_per_launch or (min(PROGRESS_SAMPLES_PER_LAUNCH, total) if progress is not None else total)
     scheduler = pipeline.scheduler
     plan = pipeline._plan
-    with scheduler.frame() as frame:
+    with scheduler.frame(graph=False) as frame:  # launches with parameters of their own: never a graph
+        for stage in pipeline.stages if stages else ():
+            stage.prepare(frame, (opts.height, opts.width))  # a refusal before any launch
         handle = pipeline.order(frame)
         pipeline.device_scene.compact(frame.stream, wait=True)  # offline: waiting for the size costs nothing here
         shape = (opts.height, opts.width, 4)

@@ -38,7 +38,7 @@ from ..scene import Material, Scene, bsdf_family
 from ._emitters import EmitterTable, build_emitter_table, is_light_sampled
 from ._layout import LIGHT_RECORD, MATERIAL_RECORD, SCENE_RECORD
 from ._motion import MotionTable
-from ._params import material_record, mesh_records
+from ._params import material_record, mesh_records, place_records
 from ._primitives import ShapeTable
 from .lights import light_type, light_types
 
@@ -66,7 +66,7 @@ class TriangleGeometry:
     ----------
     vertices, indices : list
         Per mesh, the placed (V, 3) float32 and (F, 3) index arrays.
-    attributes : list of (normals, uvs, tangents)
+    attributes : list of (normals, uvs, tangents, colors)
         Per mesh, the placed attribute arrays (None for those it lacks).
     """
 
@@ -78,12 +78,12 @@ class TriangleGeometry:
         self.indices = [placement.mesh_array(m.indices, f"{label} indices", (np.int32, np.uint32), shared)
                         for m, label in zip(scene.meshes, labels, strict=True)]
         self.attributes = [tuple(None if a is None else placement.mesh_array(a, f"{label} attribute", np.float32, shared)
-                                 for a in (m.normals, m.uvs, m.tangents))
+                                 for a in (m.normals, m.uvs, m.tangents, m.colors))
                            for m, label in zip(scene.meshes, labels, strict=True)]
         self._placement = placement
         self.ready = placement.ready()
 
-    def pointers(self) -> tuple[list[int], list[int], list[tuple[int, int, int]]]:
+    def pointers(self) -> tuple[list[int], list[int], list[tuple[int, int, int, int]]]:
         """(vertex addresses, index addresses, attribute addresses (0 for none)) per mesh."""
         address = self._placement.address
         return ([address(v) for v in self.vertices], [address(i) for i in self.indices],
@@ -250,6 +250,8 @@ class SceneTables:
     lights : LightTable
     record : numpy structured scalar of SCENE_RECORD
         The launch parameters' ``scene`` field, but for ``handle`` (the device scene's structure).
+    mesh_records : numpy array of MESH_RECORD
+        The host copy of the mesh records (as last placed).
     """
 
     def __init__(self, scene: Scene, placement: Placement, emitters: EmitterTable | None = None) -> None:
@@ -260,10 +262,13 @@ class SceneTables:
         self.motions = MotionTable(scene, placement)
         self.lights = LightTable(scene, placement, self.geometry, emitters)
         vertices, indices, attributes = self.geometry.pointers()
-        records = mesh_records(scene, vertices, indices, self.lights.emitters.offsets, self.materials.pointers,
-                               attributes)
+        self.mesh_records = mesh_records(scene, vertices, indices, self.lights.emitters.offsets,
+                                         self.materials.pointers, attributes)
+        self._placement = placement
         self.record = np.zeros((), SCENE_RECORD)
-        self.record["meshes"] = placement.upload(records, "mesh records") if len(records) else 0
+        # A scene of shapes only has no mesh records.
+        self.record["meshes"] = (placement.upload(self.mesh_records, "mesh records") if len(self.mesh_records)
+                                 else 0)
         self.record["lights"], self.record["num_lights"] = self.lights.pointer, len(self.lights.sources)
         self.record["emitters"] = self.lights.emitters_pointer
         self.record["environment"] = self.lights.environment_pointer
@@ -274,3 +279,13 @@ class SceneTables:
         self.record["motions"] = self.motions.pointer
         self.record["shutter_open"], self.record["shutter_close"] = scene.shutter or (0.0, 0.0)
         self.ready = placement.ready()
+
+    def place(self, transforms: np.ndarray, stream: Any) -> None:
+        """Rewrite the mesh records of the instanced meshes for new object-to-world ``transforms`` (M, 3, 4).
+
+        On ``stream``, in place: launches ordered after it read the new placements (the placement's
+        ``rewrite``; the caller checked ``transforms``).
+        """
+        records = place_records(self.mesh_records, transforms)
+        self._placement.rewrite(int(self.record["meshes"]), records, stream)
+        self.mesh_records = records

@@ -7,13 +7,21 @@ then :meth:`RenderPipeline.refit`), set :attr:`RenderPipeline.camera`, or
 anything else the pipeline allows. An update used by several workers
 (:mod:`optixasync.multi`) must depend on ``index`` alone, never on the frames
 a worker rendered before, and be picklable: frames go to whichever worker is
-free. :class:`ClothMotion` and :class:`CameraSwing` are the two the command
-line uses.
+free. :class:`ClothMotion`, :class:`NodeMotion` (a glTF node animation) and
+:class:`CameraSwing` are the ones the command line uses.
+
+In a frame graph (:mod:`._graphs`), a plain update runs on the host part of
+each frame, before the graph's launch (:class:`CameraSwing` only sets the
+camera). :class:`ClothMotion` is a :class:`~optixasync.render.GraphUpdate`:
+its host part writes the frame's time into the slot's frame values, and its
+GPU part (the vertex kernel reading that time on the GPU, then the refit) is
+captured with the frame and replayed.
 
 Blocking calls
 --------------
 * The first :class:`ClothMotion` call compiles its kernel with NVRTC and
-  loads it (set-up time, once per process).
+  loads it (set-up time, once per process; the graph frames' kernel, reading
+  the time on the GPU, likewise).
 Everything else enqueues asynchronous work on the frame's stream.
 """
 
@@ -27,13 +35,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..scene import CLOTH_WAVES, Camera, ClothAnimation
+from ..scene import Camera, ClothAnimation, NodeAnimation
+from ..scene._cloth import CLOTH_WAVES
+from ._graphs import FRAME_VALUES
 
 if TYPE_CHECKING:
     from ..scheduler import Frame
     from ._pipeline import RenderPipeline
 
-__all__ = ["CLOTH_SOURCE", "CameraSwing", "ClothMotion", "FrameUpdate", "swing_camera", "write_cloth"]
+__all__ = ["CLOTH_SOURCE", "CameraSwing", "ClothMotion", "FrameUpdate", "NodeMotion", "swing_camera", "write_cloth",
+           "write_cloth_at"]
 
 
 class FrameUpdate(Protocol):
@@ -85,20 +96,72 @@ class ClothMotion:
 
     def move(self, pipeline: RenderPipeline, t: float, stream: Any) -> None:
         """Move the cloth to time ``t``: new vertices, then a refit, both on ``stream``."""
+        mesh = self._mesh()  # the scene's check first: ClothMotion of a cloth whose scene was not made
+        write_cloth(self.cloth, pipeline.vertices(mesh, stream), t, stream)  # after the set-up
+        pipeline.refit(stream)
+
+    def host(self, pipeline: RenderPipeline, index: int, frame: Frame) -> None:
+        """Frame ``index`` in a frame graph, on the host: its time into the slot's frame values; the accumulation
+        restarts (the old samples show the old cloth)."""
+        self._mesh()
+        t = index * self.dt
+        if not math.isfinite(t):
+            raise ValueError(f"the frame's time must be finite, got {t}")
+        pipeline.graphs.values(frame).host["time"] = t
+        pipeline.reset()
+
+    def enqueue(self, pipeline: RenderPipeline, frame: Frame) -> None:
+        """The frame graph's part: the vertices at the time the frame values hold (read on the GPU), the refit."""
+        values = pipeline.graphs.values(frame)
+        time_address = values.device_ptr + FRAME_VALUES.fields["time"][1]
+        write_cloth_at(self.cloth, pipeline.vertices(self._mesh(), frame), time_address, frame)
+        pipeline.device_scene.refit(frame)
+
+    def _mesh(self) -> int:
         if self.cloth.mesh_index is None:
             raise RuntimeError("ClothMotion needs the scene made by ClothAnimation.scene()")
-        write_cloth(self.cloth, pipeline.vertices(self.cloth.mesh_index, stream), t, stream)  # after the set-up
-        pipeline.refit(stream)
+        return self.cloth.mesh_index
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeMotion:
+    """Frame ``k`` shows a glTF node animation at ``start + k * dt`` seconds (``start``: its first keyframe).
+
+    ``animation`` is the :class:`~optixasync.scene.NodeAnimation` of the scene the pipeline renders
+    (:meth:`GltfAsset.animated_scene <optixasync.scene.GltfAsset.animated_scene>`): each frame writes the moving
+    meshes' transforms into their mesh records and rebuilds the instance structure, on the frame's stream
+    (:meth:`RenderPipeline.place`), and moves the camera when the animation moves its node. Past the last
+    keyframe every channel holds its last value. Depends on ``index`` alone (the farm's rule).
+    """
+
+    animation: NodeAnimation
+    dt: float = 1 / 30
+    start: float | None = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.dt, (int, float)) and math.isfinite(self.dt) and self.dt > 0):
+            raise ValueError(f"NodeMotion dt must be a positive number of seconds, got {self.dt!r}")
+
+    def time_of(self, index: int) -> float:
+        """The animation time of frame ``index``, seconds."""
+        start = self.animation.start if self.start is None else float(self.start)
+        return start + int(index) * float(self.dt)
+
+    def __call__(self, pipeline: RenderPipeline, index: int, frame: Frame) -> None:
+        t = self.time_of(index)
+        if self.animation.moving.any():
+            pipeline.place(self.animation.transforms(t), frame)
+        camera = self.animation.camera_at(t)
+        if camera is not None:
+            pipeline.camera = camera
 
 
 #: CUDA source of the vertex kernel (compiled by CuPy's NVRTC on first use); the formula of
 #: :meth:`ClothAnimation.positions`.
 CLOTH_SOURCE = Template(r"""
-extern "C" __global__ void cloth_positions(float* out, int cells, float t, float width, float height, float top,
-                                           float depth, float amplitude, float pleat, float sway) {
+__device__ __forceinline__ void cloth_vertex(float* out, int k, int cells, float t, float width, float height,
+                                             float top, float depth, float amplitude, float pleat, float sway) {
     const int n = cells + 1;
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= n * n) return;
     const int i = k % n;        // column: x grows with i
     const int j = k / n;        // row: 0 at the rod, cells at the hem
     const float u = (float)i / (float)cells;
@@ -119,6 +182,21 @@ extern "C" __global__ void cloth_positions(float* out, int cells, float t, float
     p[0] = x;
     p[1] = y;
     p[2] = z;
+}
+
+extern "C" __global__ void cloth_positions(float* out, int cells, float t, float width, float height, float top,
+                                           float depth, float amplitude, float pleat, float sway) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= (cells + 1) * (cells + 1)) return;
+    cloth_vertex(out, k, cells, t, width, height, top, depth, amplitude, pleat, sway);
+}
+
+// The same with the time read from device memory: its arguments are the same every frame (a frame graph's).
+extern "C" __global__ void cloth_positions_at(float* out, int cells, const float* t, float width, float height,
+                                              float top, float depth, float amplitude, float pleat, float sway) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= (cells + 1) * (cells + 1)) return;
+    cloth_vertex(out, k, cells, *t, width, height, top, depth, amplitude, pleat, sway);
 }
 """).substitute({name: f"{value!r}f" for name, value in CLOTH_WAVES.items()})
 
@@ -145,6 +223,21 @@ def write_cloth(cloth: ClothAnimation, out: Any, t: float, stream: Any) -> None:
     ValueError
         If ``out`` has another shape, dtype or layout, or ``t`` is not finite.
     """
+    args = cloth.kernel_arguments(t)
+    _launch(_kernel(), cloth, out, args, stream)
+
+
+def write_cloth_at(cloth: ClothAnimation, out: Any, t_address: int, stream: Any) -> None:
+    """As :func:`write_cloth`, with the time read on the GPU from ``t_address`` (a float32 in device memory).
+
+    The kernel's arguments are then the same every frame: a frame graph captures it once, and each launch
+    moves the cloth to the time that memory holds when it runs.
+    """
+    cells, _t, *shape = cloth.kernel_arguments(0.0)
+    _launch(_kernel_at(), cloth, out, (cells, np.uint64(t_address), *shape), stream)
+
+
+def _launch(kernel: Any, cloth: ClothAnimation, out: Any, args: tuple, stream: Any) -> None:
     import cupy
 
     from ..cuda import as_cupy_stream
@@ -154,11 +247,10 @@ def write_cloth(cloth: ClothAnimation, out: Any, t: float, stream: Any) -> None:
     if out.shape != (cloth.num_vertices, 3) or out.dtype != np.float32 or not out.flags.c_contiguous:
         raise ValueError(f"out must be a C-contiguous float32 array of shape ({cloth.num_vertices}, 3) "
                          f"for {cloth.cells} cells, got {out.dtype} {out.shape}")
-    args = cloth.kernel_arguments(t)
     launch_stream = as_cupy_stream(stream)  # rejects the legacy default stream
     n = cloth.num_vertices
     # An explicit stream: CuPy's current stream (the legacy default one unless set) is never used.
-    _kernel()(((n + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (out, *args), stream=launch_stream)
+    kernel(((n + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (out, *args), stream=launch_stream)
 
 
 @functools.lru_cache(maxsize=1)
@@ -166,3 +258,10 @@ def _kernel() -> Any:
     import cupy
 
     return cupy.RawKernel(CLOTH_SOURCE, "cloth_positions")
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel_at() -> Any:
+    import cupy
+
+    return cupy.RawKernel(CLOTH_SOURCE, "cloth_positions_at")

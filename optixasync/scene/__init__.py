@@ -1,7 +1,7 @@
 """Scenes for the path tracer: materials, textures, triangle meshes, spheres and curves, lights, the camera, built-in
 scenes.
 
-Plain host-side data (numpy); :class:`optixasync.render.PathTracer` turns a
+Plain host-side data (numpy); :class:`optixasync.render.RenderPipeline` turns a
 :class:`Scene` into an acceleration structure and device records. The file
 readers (glTF, OBJ, textures, environment maps) treat files as untrusted:
 they read only inside an asset's folder and check every count against
@@ -10,16 +10,14 @@ they read only inside an asset's folder and check every count against
 
 from __future__ import annotations
 
-from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, bsdf_index, register_bsdf
-from ._camera import DEFAULT_FOV, Camera
-from ._cloth import CLOTH_WAVES, ClothAnimation, cloth_indices
-from ._cornell import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_MAX_DEPTH, CORNELL_TRANSFORMS, cornell_box
+from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, register_bsdf
+from ._camera import DEFAULT_FOV, PROJECTIONS, Camera, CameraBasis
+from ._cloth import ClothAnimation
+from ._cornell import cornell_box
 from ._curves import CURVE_DEGREES, Curves, strand_segments
 from ._custom import (
     CustomPrimitives,
     CustomPrimitiveType,
-    custom_primitive,
-    custom_primitive_index,
     custom_primitives,
     register_custom_primitive,
 )
@@ -29,13 +27,13 @@ from ._frames import framing_camera, generate_tangents
 from ._gltf import (
     GLTF_EXTENSIONS,
     SCENE_SUFFIXES,
+    WATTS_PER_LUMEN,
     GltfAnimation,
     GltfAsset,
     GltfCamera,
-    GltfChannel,
     GltfInstance,
     GltfLight,
-    GltfSampler,
+    NodeAnimation,
     load_gltf,
     load_scene,
     read_gltf,
@@ -44,25 +42,18 @@ from ._lights import DirectionalLight, PointLight, SpotLight
 from ._limits import LoadLimits
 from ._load import (
     MESH_SUFFIXES,
-    check_mesh_path,
     cornell_room,
     fit_matrix,
     fit_to_box,
     load_into_cornell_box,
     load_mesh,
 )
-from ._material import ALPHA_MODES, Material
+from ._material import ALPHA_MODES, SIDEDNESS, Material
 from ._materials_scene import (
     COPPER_ETA,
     COPPER_K,
     GOLD_ETA,
     GOLD_K,
-    SUN_DIRECTION,
-    bumps_normal_map,
-    checker_texture,
-    leaf_quad,
-    leaf_texture,
-    material_environment,
     material_scene,
 )
 from ._mesh import Mesh, cube, rectangle, sphere
@@ -77,21 +68,15 @@ __all__ = [
     "COPPER_K",
     "GOLD_ETA",
     "GOLD_K",
-    "SUN_DIRECTION",
-    "bumps_normal_map",
-    "checker_texture",
-    "leaf_quad",
-    "leaf_texture",
-    "material_environment",
     "material_scene",
     "GLTF_EXTENSIONS",
     "GltfAnimation",
     "GltfAsset",
     "GltfCamera",
-    "GltfChannel",
     "GltfInstance",
     "GltfLight",
-    "GltfSampler",
+    "NodeAnimation",
+    "WATTS_PER_LUMEN",
     "LoadLimits",
     "SCENE_SUFFIXES",
     "framing_camera",
@@ -101,9 +86,9 @@ __all__ = [
     "load_scene",
     "read_gltf",
     "ALPHA_MODES",
+    "SIDEDNESS",
     "BsdfFamily",
     "MATERIAL_PARAMS",
-    "bsdf_index",
     "bsdf_families",
     "bsdf_family",
     "register_bsdf",
@@ -116,21 +101,16 @@ __all__ = [
     "load_environment",
     "load_texture",
     "MESH_SUFFIXES",
-    "CORNELL_COLORS",
-    "CORNELL_LIGHT_RADIANCE",
-    "CORNELL_MAX_DEPTH",
-    "CORNELL_TRANSFORMS",
     "CURVE_DEGREES",
     "Camera",
+    "CameraBasis",
+    "PROJECTIONS",
     "ClothAnimation",
     "Curves",
     "CustomPrimitiveType",
     "CustomPrimitives",
-    "custom_primitive",
-    "custom_primitive_index",
     "custom_primitives",
     "register_custom_primitive",
-    "CLOTH_WAVES",
     "DEFAULT_FOV",
     "Material",
     "PointLight",
@@ -140,8 +120,6 @@ __all__ = [
     "MeshMotion",
     "Scene",
     "Spheres",
-    "check_mesh_path",
-    "cloth_indices",
     "cornell_box",
     "cornell_room",
     "cube",

@@ -34,16 +34,36 @@ What is read
   ``KHR_materials_transmission`` with ``KHR_materials_ior`` becomes a
   dielectric (see below). An image used by several materials with the same
   sampler, colour space and transform becomes one :class:`Texture` object.
-* Cameras: perspective cameras, placed by their node (see :func:`load_gltf`);
-  orthographic ones are kept as records (:class:`GltfCamera` with ``xmag``,
-  ``ymag``, ``znear``, ``zfar``) that the renderer cannot show yet.
-* ``KHR_lights_punctual``: point, spot and directional lights as
-  :class:`GltfLight` records (colour, intensity in the extension's candela or
-  lux, range, cone angles, world matrix), not rendered yet (a warning says so).
+* Cameras: perspective and orthographic cameras (``xmag``, ``ymag``,
+  ``znear``, ``zfar``: :class:`Camera` with ``projection="orthographic"``),
+  placed by their node (see :func:`load_gltf`), with their records in
+  :class:`GltfCamera`.
+* ``KHR_lights_punctual``: point, spot (inner and outer cone) and directional
+  lights become the scene's :class:`PointLight`, :class:`SpotLight` and
+  :class:`DirectionalLight` (light-sampled and MIS-combined like every light),
+  their candela and lux converted to the renderer's radiometric units by
+  ``light_scale`` (default 1 / 683 W/lm; see
+  :mod:`optixasync.scene._gltf_cameras`); their records are
+  :class:`GltfLight`. ``range`` is not applied (a warning).
 * Animations: translation, rotation and scale channels with linear, step
   and cubic-spline interpolation, as :class:`GltfAnimation` records sampled in
-  numpy (:meth:`GltfAnimation.sample`, :meth:`GltfAsset.pose`); the scene is
-  rendered in its rest pose.
+  numpy (:meth:`GltfAnimation.sample`, :meth:`GltfAsset.pose`). A still shows
+  the rest pose; :meth:`GltfAsset.animated_scene` gives the scene with the
+  animated meshes as instances and the :class:`NodeAnimation` that places
+  them, which ``optixasync.render.NodeMotion`` plays frame by frame
+  (``optixasync render --frames N``).
+
+Sides
+-----
+glTF has two kinds of material sides and the renderer three
+(:data:`~optixasync.scene.SIDEDNESS`): ``doubleSided: true`` is
+``two_sided=True`` (both sides reflect); ``doubleSided: false``, glTF's
+default, is ``cull_back=True``: back faces are culled as glTF says, so that
+every ray (camera, path and shadow rays) passes through a one-sided surface
+seen from behind. The renderer's third mode, a one-sided surface whose back
+is black (``two_sided=False, cull_back=False``, Mitsuba's convention and the
+default of :class:`Material`), is not used for glTF assets. Culled meshes
+run an any-hit test; scenes without them trace as before.
 
 Approximations
 --------------
@@ -56,13 +76,11 @@ Approximations
   ignored with a warning.
 * ``KHR_materials_ior`` on an opaque material: the metallic-roughness model
   keeps glTF's F0 of 0.04 (index 1.5); another index is ignored with a warning.
-* Vertex colours are read onto the meshes but not yet drawn; skins and morph
-  targets are ignored with one warning each (the static, unskinned base
-  geometry is used); ``occlusionTexture`` is ignored without one (the path
+* Vertex colours (``COLOR_0``) multiply the base colour and its alpha the
+  opacity, as glTF says. Skins and morph targets are not supported: ignored
+  with one warning each (the static, unskinned base geometry is used); ``occlusionTexture`` is ignored without one (the path
   tracer computes occlusion itself); ``texCoord`` other than 0 is ignored with
   a warning (``TEXCOORD_0`` is used).
-* ``doubleSided: false`` becomes ``two_sided=False``: the renderer shows a
-  one-sided surface's back face black (Mitsuba's convention), where glTF culls it.
 * Tangents missing where a normal map needs them are generated per vertex
   with Lengyel's method (:func:`generate_tangents`), not MikkTSpace, which
   glTF recommends: they agree on smooth, well-parametrised meshes and may
@@ -105,27 +123,30 @@ from typing import Any
 
 from ._gltf_animation import GltfAnimation, GltfChannel, GltfSampler
 from ._gltf_asset import GltfAsset, GltfInstance
-from ._gltf_cameras import GltfCamera, GltfLight
+from ._gltf_cameras import WATTS_PER_LUMEN, GltfCamera, GltfLight
 from ._gltf_data import GLTF_EXTENSIONS, GltfDocument
+from ._gltf_motion import NodeAnimation
 from ._gltf_reader import GltfReader
 from ._limits import LoadLimits, as_limits
 from ._material import Material
 from ._mesh import Mesh
 from ._scene import Scene
 
-__all__ = ["GLTF_EXTENSIONS", "SCENE_SUFFIXES", "GltfAnimation", "GltfAsset", "GltfCamera", "GltfChannel",
-           "GltfInstance", "GltfLight", "GltfSampler", "load_gltf", "load_scene", "read_gltf"]
+__all__ = ["GLTF_EXTENSIONS", "SCENE_SUFFIXES", "WATTS_PER_LUMEN", "GltfAnimation", "GltfAsset", "GltfCamera",
+           "GltfChannel", "GltfInstance", "GltfLight", "GltfSampler", "NodeAnimation", "load_gltf", "load_scene",
+           "read_gltf"]
 
 #: File suffixes :func:`load_scene` reads (case-insensitive).
 SCENE_SUFFIXES = (".gltf", ".glb", ".obj")
 
 
 def load_gltf(path: str | Path, *, camera: int | str | None = None, instancing: bool = True,
-              limits: LoadLimits | dict[str, Any] | None = None) -> Scene:
+              limits: LoadLimits | dict[str, Any] | None = None, light_scale: float = WATTS_PER_LUMEN) -> Scene:
     """Read a glTF 2.0 file (``.gltf`` or ``.glb``) into a :class:`Scene`.
 
     Every node instance of every triangle primitive becomes one :class:`Mesh`
-    (``read_gltf(path).to_scene(camera, instancing=instancing)``). A
+    (``read_gltf(path).to_scene(camera, ...)``), lit by the file's
+    ``KHR_lights_punctual`` lights. A
     primitive placed by several nodes stays shared: its meshes hold the same
     arrays and a ``transform`` each, and the renderer builds its structure
     once (``instancing=False`` flattens every mesh to world space instead).
@@ -135,12 +156,15 @@ def load_gltf(path: str | Path, *, camera: int | str | None = None, instancing: 
     path : str or Path
     camera : int, str or None
         The camera: a glTF camera index, or the name of a camera or of its
-        node. None: the first perspective camera node of the scene, else
+        node. None: the first camera node of the scene, else
         :func:`framing_camera` of the meshes.
     instancing : bool
         Keep primitives placed by several nodes shared (instanced meshes).
     limits : LoadLimits, dict or None
         Resource limits of the load (None: the defaults); see :class:`LoadLimits`.
+    light_scale : float
+        Multiplies ``KHR_lights_punctual`` intensities (candela, lux) into the
+        renderer's units: 1 / 683 W/lm by default, 1 to read them as they are.
 
     Returns
     -------
@@ -171,7 +195,7 @@ def load_gltf(path: str | Path, *, camera: int | str | None = None, instancing: 
         A file that cannot be read.
     """
     with _collector_paused():
-        return read_gltf(path, limits=limits).to_scene(camera, instancing=instancing)
+        return read_gltf(path, limits=limits).to_scene(camera, instancing=instancing, light_scale=light_scale)
 
 
 def read_gltf(path: str | Path, *, limits: LoadLimits | dict[str, Any] | None = None) -> GltfAsset:

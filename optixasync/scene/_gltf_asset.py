@@ -1,8 +1,10 @@
 """A decoded glTF scene (:class:`GltfAsset`): primitives, materials, the instances placing them, and the rest.
 
 Host data only. :meth:`GltfAsset.to_scene` makes the :class:`Scene` the
-renderer draws; the cameras, lights and animations are plain records
-beside it, for the application (and for a renderer that grows to use them).
+renderer draws (its meshes, camera and ``KHR_lights_punctual`` lights);
+:meth:`GltfAsset.animated_scene` makes one whose animated meshes are
+instances, with the :class:`~optixasync.scene.NodeAnimation` that places them
+at any time. The records (cameras, lights, animations) stay beside it.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._warnings import warn
 from ._frames import framing_camera
 from ._gltf_animation import GltfAnimation
-from ._gltf_cameras import GltfCamera, GltfLight
+from ._gltf_cameras import WATTS_PER_LUMEN, GltfCamera, GltfLight
+from ._gltf_motion import NodeAnimation, moved_placements
 from ._gltf_nodes import Placements
 from ._material import Material
 from ._mesh import Mesh, placed
@@ -98,18 +102,17 @@ class GltfAsset:
         return out
 
     def camera(self, which: int | str | None = None) -> GltfCamera | None:
-        """The camera ``which`` picks (a camera index or a camera/node name), or the first perspective one.
+        """The camera ``which`` picks (a camera index or a camera/node name), or the scene's first camera node.
 
-        Returns None when ``which`` is None and the scene has no perspective camera.
+        Returns None when ``which`` is None and the scene has no camera.
 
         Raises
         ------
         ValueError
-            When ``which`` names no camera node of the scene, or an orthographic camera (which the
-            renderer cannot show yet).
+            When ``which`` names no camera node of the scene.
         """
         if which is None:
-            return next((c for c in self.cameras if c.camera is not None), None)
+            return self.cameras[0] if self.cameras else None
         if isinstance(which, bool) or not isinstance(which, (int, str)):
             raise TypeError(f"camera must be a camera index, a name or None, got {type(which).__name__}")
         if isinstance(which, int):
@@ -119,25 +122,23 @@ class GltfAsset:
         if found is None:
             known = [f"{c.index} ({c.name!r})" for c in self.cameras[:20]] or ["none"]
             raise ValueError(f"{self.path}: no camera {which!r} in the scene; its camera nodes: {', '.join(known)}")
-        if found.camera is None:
-            raise ValueError(f"{self.path}: camera {which!r} is {found.projection}; the renderer shows only "
-                             "perspective cameras (its data is in GltfAsset.cameras)")
         return found
 
-    def scene_meshes(self, instancing: bool = True) -> list[Mesh]:
+    def scene_meshes(self, instancing: bool = True, keep: np.ndarray | None = None) -> list[Mesh]:
         """One :class:`Mesh` per instance, named as in :meth:`world_meshes`.
 
         ``instancing``: a primitive placed more than once gives instanced meshes (its arrays shared, each with
         its world ``transform``); the others are flattened. False: everything flattened (:meth:`world_meshes`).
+        ``keep`` (I,) bool: instances that stay instanced meshes however often their primitive is placed.
         """
-        if not instancing:
+        if not instancing and keep is None:
             return self.world_meshes()
         uses: dict[tuple[int, int], int] = {}
         for instance in self.instances:
             uses[instance.key] = uses.get(instance.key, 0) + 1
-        shared: dict[tuple[int, int], list[int]] = {}  # key -> positions of its instances, when placed more than once
+        shared: dict[tuple[int, int], list[int]] = {}  # key -> positions of its instances kept instanced
         for position, instance in enumerate(self.instances):
-            if uses[instance.key] > 1:
+            if (instancing and uses[instance.key] > 1) or (keep is not None and keep[position]):
                 shared.setdefault(instance.key, []).append(position)
         out: list[Mesh | None] = [None] * len(self.instances)
         for key, positions in shared.items():
@@ -155,13 +156,58 @@ class GltfAsset:
                 out[k] = mesh
         return out  # type: ignore[return-value]
 
-    def to_scene(self, camera: int | str | None = None, *, instancing: bool = True) -> Scene:
-        """A :class:`Scene` of :meth:`scene_meshes` seen by :meth:`camera` (else :func:`framing_camera`)."""
-        meshes = self.scene_meshes(instancing)
+    def scene_lights(self, scale: float = WATTS_PER_LUMEN) -> list[Any]:
+        """The renderer's lights of :attr:`lights` (:meth:`GltfLight.scene_light`: ``color * intensity * scale``)."""
+        return [light.scene_light(scale) for light in self.lights]
+
+    def to_scene(self, camera: int | str | None = None, *, instancing: bool = True,
+                 light_scale: float = WATTS_PER_LUMEN) -> Scene:
+        """A :class:`Scene` of :meth:`scene_meshes` and :meth:`scene_lights`, seen by :meth:`camera`.
+
+        Without a camera in the file, :func:`framing_camera` of the meshes. ``light_scale`` converts the lights'
+        candela and lux (see :mod:`optixasync.scene._gltf_cameras`).
+        """
+        return self._scene(self.scene_meshes(instancing), camera, light_scale)
+
+    def _scene(self, meshes: list[Mesh], camera: int | str | None, light_scale: float) -> Scene:
         if not meshes:
             raise ValueError(f"{self.path}: the scene contains no triangles")
         chosen = self.camera(camera)
-        return Scene(meshes, chosen.camera if chosen is not None else framing_camera(meshes))
+        return Scene(meshes, chosen.camera if chosen is not None else framing_camera(meshes),
+                     lights=self.scene_lights(light_scale))
+
+    def animated_scene(self, animation: int | str = 0, camera: int | str | None = None, *, instancing: bool = True,
+                       light_scale: float = WATTS_PER_LUMEN) -> tuple[Scene, NodeAnimation]:
+        """A :class:`Scene` whose meshes ``animation`` moves are instances, and the animation that places them.
+
+        As :meth:`to_scene`, but every mesh the animation moves keeps a ``transform`` (its rest pose), which
+        :meth:`NodeAnimation.transforms` gives at any time; emissive meshes stay in their rest pose (a
+        warning says so) and are flattened, as are the meshes nothing moves (unless shared).
+
+        Raises
+        ------
+        ValueError
+            When there is no such animation, and as :meth:`to_scene`.
+        """
+        chosen = self.animation(animation)
+        moved = moved_placements(self.placements, chosen.nodes) if self.placements is not None else np.zeros(0, bool)
+        placement_of = np.array([i.placement for i in self.instances], np.int64)
+        moving = moved[placement_of] if len(placement_of) else np.zeros(0, bool)
+        emissive = np.array([self.meshes[i.key].material.is_emissive for i in self.instances], bool)
+        if (moving & emissive).any():
+            warn(f"{self.path}: {int((moving & emissive).sum())} emissive mesh(es) moved by animation "
+                 f"{chosen.name!r} stay in their rest pose (the light sampler holds their world triangles)")
+        moving &= ~emissive
+        meshes = self.scene_meshes(instancing, keep=moving)
+        scene = self._scene(meshes, camera, light_scale)
+        gltf_camera = self.camera(camera)
+        moves_camera = gltf_camera is not None and bool(moved[gltf_camera.placement])
+        motion = NodeAnimation(chosen, self.placements, self.node_matrices, placement_of,
+                               tuple(i.local for i in self.instances),
+                               np.array([np.eye(3, 4) if m.transform is None else m.transform for m in meshes],
+                                        np.float64).reshape(-1, 3, 4), moving,
+                               gltf_camera if moves_camera else None)
+        return scene, motion
 
     def animation(self, which: int | str = 0) -> GltfAnimation:
         """The animation ``which`` picks: an index into :attr:`animations` or a name.
@@ -195,15 +241,8 @@ class GltfAsset:
         """
         chosen = self.animation(animation)
         assert self.placements is not None and self.node_matrices is not None
-        local = self.node_matrices.copy()
-        for node, matrix in chosen.sample(time).items():
-            local[node] = matrix
-        world = self.placements.worlds(local)
-        if not np.isfinite(world).all():
-            raise ValueError(f"{self.path}: {chosen.name} at {time} s: a world transform is not finite")
-        out = world[np.array([i.placement for i in self.instances], np.int64)] if self.instances else np.empty(
-            (0, 4, 4))
-        for k, instance in enumerate(self.instances):
-            if instance.local is not None:
-                out[k] = out[k] @ instance.local
-        return out
+        count = len(self.instances)
+        motion = NodeAnimation(chosen, self.placements, self.node_matrices,
+                               np.array([i.placement for i in self.instances], np.int64),
+                               tuple(i.local for i in self.instances), np.zeros((count, 3, 4)), np.zeros(count, bool))
+        return motion.mesh_matrices(time)

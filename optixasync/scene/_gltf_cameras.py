@@ -1,12 +1,29 @@
 """What glTF nodes place besides meshes: cameras (perspective and orthographic) and ``KHR_lights_punctual`` lights.
 
 Both are plain host records (:class:`GltfCamera`, :class:`GltfLight`), one per
-placement of their node, with the node's world matrix. A perspective camera
-also becomes a :class:`~optixasync.scene.Camera`; an orthographic one keeps
-its ``xmag``, ``ymag``, ``znear`` and ``zfar`` (the renderer has no
-orthographic camera yet). Lights keep the extension's values and units:
-``intensity`` in candela for point and spot lights, in lux for directional
-ones; the renderer does not draw them yet.
+placement of their node, with the node's world matrix. Every camera also
+becomes a :class:`~optixasync.scene.Camera` (a pinhole, or an orthographic
+camera with glTF's ``xmag``, ``ymag``, ``znear`` and ``zfar``). Lights keep the
+extension's values and units (``intensity`` in candela for point and spot
+lights, in lux for directional ones) and become the renderer's
+:class:`~optixasync.scene.PointLight`, :class:`~optixasync.scene.SpotLight`
+and :class:`~optixasync.scene.DirectionalLight` through
+:meth:`GltfLight.scene_light`.
+
+Light units
+-----------
+The renderer's lights are radiometric: radiant intensity (W/sr) and
+irradiance (W/m^2), in the units of its radiance. The extension's are
+photometric: candela (lm/sr) and lux (lm/m^2). :meth:`GltfLight.scene_light`
+multiplies ``color * intensity`` by ``scale``, by default
+:data:`WATTS_PER_LUMEN` = 1 / 683 W/lm: the luminous efficacy that defines the
+candela (monochromatic 555 nm light), the conversion the extension's units
+and Blender's exporter use. So a glTF point light of 683 cd gives a surface
+facing it 1 unit away an irradiance of 1, what a uniform sky of radiance
+1 / pi gives an open surface. Real-time viewers read candela and lux as their units at
+exposure 1 instead; ``scale=1`` does the same. ``range`` is not applied:
+light falls off by the inverse square everywhere (the extension allows it;
+a warning says so once per file).
 """
 
 from __future__ import annotations
@@ -20,11 +37,14 @@ import numpy as np
 from ._camera import Camera
 from ._gltf_data import GltfDocument
 from ._gltf_json import floats, number
+from ._lights import DirectionalLight, PointLight, SpotLight
 
-__all__ = ["LIGHT_TYPES", "GltfCamera", "GltfLight", "read_camera", "read_light", "scene_lights"]
+__all__ = ["LIGHT_TYPES", "WATTS_PER_LUMEN", "GltfCamera", "GltfLight", "read_camera", "read_light", "scene_lights"]
 
 #: ``KHR_lights_punctual`` light types.
 LIGHT_TYPES = ("point", "spot", "directional")
+#: The default conversion of the extension's photometric units to the renderer's radiometric ones: 1 / 683 W/lm.
+WATTS_PER_LUMEN = 1.0 / 683.0
 
 
 @dataclass(frozen=True)
@@ -41,8 +61,8 @@ class GltfCamera:
         The camera's name, else its node's, else ``"camera{index}"``.
     projection : str
         ``"perspective"`` or ``"orthographic"``.
-    camera : Camera or None
-        The world-space camera (None for an orthographic one, which the renderer cannot show yet).
+    camera : Camera
+        The world-space camera (a pinhole, or an orthographic :class:`Camera`).
     yfov : float or None
         glTF's vertical field of view, radians (perspective only).
     aspect_ratio : float or None
@@ -53,13 +73,15 @@ class GltfCamera:
         Half the width and height of an orthographic camera's view, in world units (orthographic only).
     matrix : numpy.ndarray or None
         The camera's 4x4 camera-to-world matrix (row-major; it looks along its -z, +y up).
+    placement : int
+        Its node's placement in :attr:`GltfAsset.placements` (-1 when unknown).
     """
 
     index: int
     node: int
     name: str
     projection: str
-    camera: Camera | None
+    camera: Camera
     yfov: float | None = None
     aspect_ratio: float | None = None
     znear: float | None = None
@@ -67,6 +89,14 @@ class GltfCamera:
     xmag: float | None = None
     ymag: float | None = None
     matrix: np.ndarray | None = None
+    placement: int = -1
+
+    def placed(self, matrix: np.ndarray) -> Camera:
+        """This camera (its projection and view) placed by another camera-to-world ``matrix`` (an animated node's)."""
+        c = self.camera
+        if c.orthographic:
+            return Camera.from_matrix(matrix, xmag=c.xmag, ymag=c.ymag, znear=c.znear, zfar=c.zfar)
+        return Camera.from_matrix(matrix, c.fov)
 
 
 @dataclass(frozen=True)
@@ -118,6 +148,27 @@ class GltfLight:
         d = -self.matrix[:3, 2]
         return d / np.linalg.norm(d)
 
+    def scene_light(self, scale: float = WATTS_PER_LUMEN) -> PointLight | SpotLight | DirectionalLight:
+        """The renderer's light: ``color * intensity * scale`` as radiant intensity or irradiance (module doc).
+
+        Raises
+        ------
+        ValueError
+            On a ``scale`` that is not a finite number >= 0, or a node that gives no direction (a zero z axis).
+        """
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale >= 0):
+            raise ValueError(f"light scale must be a finite number >= 0, got {scale!r}")
+        rgb = tuple(float(c) * self.intensity * float(scale) for c in self.color)
+        if self.type == "point":
+            return PointLight(tuple(self.position), rgb, name=self.name)
+        if not np.linalg.norm(self.matrix[:3, 2]) > 0.0:
+            raise ValueError(f"light {self.name!r}: node {self.node} has a zero z axis: the light has no direction")
+        if self.type == "spot":
+            assert self.inner_cone_angle is not None and self.outer_cone_angle is not None
+            return SpotLight(tuple(self.position), tuple(self.direction), rgb, self.inner_cone_angle,
+                             self.outer_cone_angle, name=self.name)
+        return DirectionalLight(tuple(self.direction), rgb, name=self.name)
+
 
 def read_camera(doc: GltfDocument, index: int, node: int, world: np.ndarray, node_name: str | None) -> GltfCamera:
     """Camera ``index`` of the file placed at ``world`` by ``node``; ValueError naming the camera when malformed."""
@@ -136,13 +187,18 @@ def read_camera(doc: GltfDocument, index: int, node: int, world: np.ndarray, nod
     if kind == "orthographic":
         xmag = number(params.get("xmag"), math.nan, f"{label} xmag")
         ymag = number(params.get("ymag"), math.nan, f"{label} ymag")
-        if xmag == 0.0 or ymag == 0.0:
-            raise ValueError(f"{label}: xmag and ymag must not be zero, got {xmag} and {ymag}")
+        if xmag == 0.0 or ymag == 0.0 or not (math.isfinite(xmag) and math.isfinite(ymag)):
+            raise ValueError(f"{label}: xmag and ymag must be finite and not zero, got {xmag} and {ymag}")
         if znear is None or zfar is None or not 0.0 <= znear < zfar:
             raise ValueError(f"{label}: an orthographic camera needs 0 <= znear < zfar, got {znear} and {zfar}")
-        doc.warn_once(f"ortho:{index}", f"camera {index} ({name!r}) is orthographic: its data is kept "
-                      "(GltfAsset.cameras) but the renderer cannot show it yet; it is not the default camera")
-        return GltfCamera(index, node, name, kind, None, znear=znear, zfar=zfar, xmag=xmag, ymag=ymag,
+        if xmag < 0.0 or ymag < 0.0:
+            doc.warn_once(f"ortho-sign:{index}", f"camera {index} ({name!r}) has a negative xmag or ymag "
+                          f"({xmag}, {ymag}), which glTF advises against: their magnitudes are used (no mirror)")
+        try:
+            camera = Camera.from_matrix(world, xmag=abs(xmag), ymag=abs(ymag), znear=znear, zfar=zfar)
+        except ValueError as exc:
+            raise ValueError(f"{label}, node {node}: {exc}") from None
+        return GltfCamera(index, node, name, kind, camera, znear=znear, zfar=zfar, xmag=xmag, ymag=ymag,
                           matrix=world.copy())
     yfov = number(params.get("yfov"), math.nan, f"{label} yfov")
     if not 0.0 < yfov < math.pi:
@@ -193,6 +249,9 @@ def read_light(doc: GltfDocument, lights: list[dict[str, Any]], index: int, node
                                                                                     f"{label} range")
     if reach is not None and not reach > 0.0:
         raise ValueError(f"{label}: range must be positive, got {reach}")
+    if reach is not None and math.isfinite(reach):
+        doc.warn_once("light-range", f"KHR_lights_punctual light {index} ({name!r}) has range {reach}: not applied, "
+                      "its light falls off by the inverse square everywhere")
     inner = outer = None
     if kind == "spot":
         spot = light.get("spot") if isinstance(light.get("spot"), dict) else {}

@@ -35,6 +35,7 @@ MAX_WARNINGS = 32
 
 #: The glTF extensions this reader implements; a file may require any of them.
 GLTF_EXTENSIONS = frozenset({
+    "KHR_lights_punctual",
     "KHR_materials_emissive_strength",
     "KHR_materials_ior",
     "KHR_materials_transmission",
@@ -46,8 +47,6 @@ GLTF_EXTENSIONS = frozenset({
 
 # What happens to an extension the file uses (but does not require) and this reader ignores.
 _FALLBACKS = {
-    "KHR_lights_punctual": "its lights are read (GltfAsset.lights) but not rendered: only emissive meshes and the "
-                           "environment give light",
     "KHR_materials_unlit": "ignored, the metallic-roughness material is used",
     "KHR_materials_variants": "ignored, each primitive's default material is used",
     "KHR_texture_basisu": "ignored, each texture's fallback image (its source) is used",

@@ -1,7 +1,7 @@
 """glTF materials and textures as :class:`Material` and :class:`Texture` objects.
 
 glTF's metallic-roughness material maps onto ``Material(bsdf="metallic_roughness")``
-field by field; ``KHR_materials_transmission`` (with ``KHR_materials_ior``)
+field by field (``doubleSided: false``, the default, culls back faces: ``cull_back=True``); ``KHR_materials_transmission`` (with ``KHR_materials_ior``)
 becomes a dielectric, ``KHR_materials_emissive_strength`` scales the
 emission, and ``KHR_texture_transform`` becomes a :class:`TextureTransform`.
 The approximations are listed in :mod:`optixasync.scene._gltf`.
@@ -53,7 +53,7 @@ class GltfMaterials:
             return self.materials[index]
         if index is None:  # glTF's default material: white, fully metallic, fully rough
             material = Material(bsdf="metallic_roughness", reflectance=(1.0, 1.0, 1.0), metallic=1.0, roughness=1.0,
-                                name="default")
+                                cull_back=True, name="default")
         else:
             try:
                 material = self.build_material(index)
@@ -103,9 +103,10 @@ class GltfMaterials:
         if ior != 1.5:
             self.doc.warn_once(f"ior:{index}", f"{label}: ior {ior} ignored on an opaque material (its Fresnel F0 "
                                "stays 0.04, that of index 1.5)")
+        double_sided = self.doc.get(mat, "doubleSided", bool, label, False)
         return Material(bsdf="metallic_roughness", reflectance=tuple(base[:3]), metallic=metallic,
                         roughness=roughness, reflectance_texture=base_texture, metallic_roughness_texture=mr_texture,
-                        two_sided=self.doc.get(mat, "doubleSided", bool, label, False), **common)
+                        two_sided=double_sided, cull_back=not double_sided, **common)
 
     def common_fields(self, index: int, mat: Any, label: str, opacity: float) -> dict[str, Any]:
         """The fields every family takes: emission and its texture, the normal map, alpha, the name."""

@@ -116,7 +116,8 @@ def _attributes(doc: GltfDocument, prim: dict[str, Any], label: str) -> dict[str
     if not isinstance(attributes, dict) or attributes.get("POSITION") is None:
         raise ValueError(f"{doc.file}: {label} has no POSITION attribute")
     if prim.get("targets"):
-        doc.warn_once("morph", f"morph targets (first on {label}) are ignored: the base geometry is used")
+        doc.warn_once("morph", f"morph targets (first on {label}) are not supported (ignored): the base "
+                      "geometry is used")
     out = {"POSITION": doc.accessor(attributes["POSITION"], f"POSITION of {label}", ("VEC3",))}
     count = len(out["POSITION"])
     for semantic, types in (("NORMAL", ("VEC3",)), ("TEXCOORD_0", ("VEC2",)), ("TANGENT", ("VEC4",)),

@@ -8,6 +8,7 @@ against :class:`~optixasync.scene.LoadLimits` before anything is built.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -64,8 +65,6 @@ class GltfReader:
         self.place_meshes(asset, placements, mesh_of)
         if doc.items("animations"):
             asset.animations = read_animations(doc, locals_)
-            doc.warn_once("animations", f"{len(asset.animations)} animation(s) read (GltfAsset.animations and "
-                          "GltfAsset.pose) but not played: the static pose is rendered")
         asset.materials = dict(self.materials.materials)
         return asset
 
@@ -76,7 +75,8 @@ class GltfReader:
             node = self.nodes[k]
             if node.get("camera") is not None:
                 index = doc.idx(node["camera"], "cameras", f"node {k} ({names[k]!r}): camera")
-                asset.cameras.append(read_camera(doc, index, k, placements.world[p], names[k]))
+                camera = read_camera(doc, index, k, placements.world[p], names[k])
+                asset.cameras.append(dataclasses.replace(camera, placement=p))
             light = doc.extension(node, "KHR_lights_punctual", f"node {k}") if "extensions" in node else None
             if light is not None:
                 index = _light_index(doc, light, self.lights, k)
@@ -102,8 +102,8 @@ class GltfReader:
             gpu = self.declared_instances(node, k) if "extensions" in node else 1
             per_node[k] = min(self.primitives[mesh] * gpu, doc.limits.max_instances + 1)
             if "skin" in node and node["skin"] is not None:
-                doc.warn_once("skin", f"node {k} is skinned: skins are ignored, meshes are placed by their nodes "
-                              "unskinned")
+                doc.warn_once("skin", f"node {k} is skinned: skins are not supported (ignored), meshes are placed "
+                              "by their nodes unskinned")
         total = int(per_node[placements.node].sum())
         doc.budget.check(total, "max_instances", "the primitive instances the nodes place")
         return mesh_of

@@ -20,6 +20,13 @@ where it has the same model, and glTF 2.0 for ``"metallic_roughness"``:
                        (GGX ``alpha = roughness**2``), Schlick Fresnel with F0 = mix(0.04, base, metallic).
 =====================  ========================================================================================
 
+Sides (:data:`SIDEDNESS`, :attr:`Material.sidedness`): a surface reflects on
+both sides (``two_sided=True``); or on its front only, its back black
+(``"black_back"``, the default: the reference renderer's convention, kept for
+the comparisons with it); or on its front only, its back culled
+(``cull_back=True``: glTF's ``doubleSided: false``): rays, shadow rays
+included, pass through a back face as if it were not there.
+
 Textures multiply their factor (glTF's convention): ``reflectance_texture``
 (rgb times ``reflectance``, its alpha times ``opacity``),
 ``metallic_roughness_texture`` (glTF: green times ``roughness``, blue times
@@ -43,10 +50,13 @@ from . import bsdfs as _builtin_families  # noqa: F401 (registers the built-in f
 from ._bsdf import bsdf_family
 from ._texture import Texture
 
-__all__ = ["ALPHA_MODES", "Material", "triple"]
+__all__ = ["ALPHA_MODES", "SIDEDNESS", "Material", "triple"]
 #: glTF's alpha modes: ``"opaque"`` ignores opacity; ``"mask"`` cuts out where it is below ``alpha_cutoff``;
 #: ``"blend"`` is rendered as a stochastic mask (a ray passes with probability 1 - opacity).
 ALPHA_MODES = ("opaque", "mask", "blend")
+#: The three ways a surface has sides (:attr:`Material.sidedness`): both reflect; the back is black; the back is
+#: culled (rays pass through it).
+SIDEDNESS = ("two_sided", "black_back", "cull_back")
 
 
 def triple(value: Any, name: str) -> tuple[float, float, float]:
@@ -85,6 +95,12 @@ class Material:
         reference renderer's default). True: both sides reflect, each about
         its own side's normal. Dielectrics are always two-sided; emission
         stays one-sided.
+    cull_back : bool
+        For a one-sided surface: True culls its back faces, as glTF's
+        ``doubleSided: false`` does (a ray arriving from the back, camera,
+        path or shadow ray, passes through as if the surface were not there;
+        the meshes of such materials run an any-hit test); False shows them
+        black. Not with ``two_sided`` or a transmitting family.
     bsdf : str
         The name of a registered BSDF family (:func:`~optixasync.scene.bsdf_families`).
     alpha : float in [0, 1]
@@ -141,6 +157,7 @@ class Material:
     normal_scale: float = 1.0
     parameters: Any = ()
     name: str = ""
+    cull_back: bool = False
 
     def __post_init__(self) -> None:
         label = f"material {self.name!r}" if self.name else "material"
@@ -152,8 +169,12 @@ class Material:
             raise ValueError(f"{label}: {exc}") from None
         if self.alpha_mode not in ALPHA_MODES:
             raise ValueError(f"{label}: alpha_mode must be one of {ALPHA_MODES}, got {self.alpha_mode!r}")
-        if not isinstance(self.two_sided, bool):
-            raise TypeError(f"{label}: two_sided must be a bool, got {type(self.two_sided).__name__}")
+        for flag in ("two_sided", "cull_back"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"{label}: {flag} must be a bool, got {type(getattr(self, flag)).__name__}")
+        if self.cull_back and (self.two_sided or family.transmits):
+            raise ValueError(f"{label}: cull_back culls the back of a one-sided surface; a two-sided or "
+                             f"transmitting ({self.bsdf!r}) material has no back to cull")
         reflectance = triple(self.reflectance, f"{label} reflectance")
         emission = triple(self.emission, f"{label} emission")
         eta = triple(self.eta, f"{label} eta")
@@ -224,6 +245,13 @@ class Material:
         return {name: texture for name in ("reflectance_texture", "metallic_roughness_texture", "emission_texture",
                                            "normal_texture")
                 if (texture := getattr(self, name)) is not None}
+
+    @property
+    def sidedness(self) -> str:
+        """One of :data:`SIDEDNESS`: ``"two_sided"`` (dielectrics too), ``"cull_back"`` or ``"black_back"``."""
+        if self.two_sided or self.transmits:
+            return "two_sided"
+        return "cull_back" if self.cull_back else "black_back"
 
     @property
     def transmits(self) -> bool:

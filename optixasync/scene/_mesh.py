@@ -62,8 +62,8 @@ class Mesh:
     colors : array (V, 3) or (V, 4) of floats, or None
         Per-vertex linear colours (glTF's ``COLOR_0``), which multiply the
         material's base colour (RGB) and opacity (A): finite and >= 0. Stored
-        as (V, 4) float32, alpha 1 where the array gives 3 channels. Host
-        data only; the renderer does not read them yet.
+        as (V, 4) float32, alpha 1 where the array gives 3 channels; the
+        renderer interpolates them across each triangle.
     motion : MeshMotion or None
         Motion blur: transforms (a moving instance) or vertex arrays (a
         deforming mesh) at motion keys; None: the mesh is static.

@@ -117,6 +117,10 @@ class MeshMotion:
         if mesh.material.is_emissive:
             raise ValueError(f"{label} is emissive and has motion keys: emitters must be static (the emitter "
                              "table holds their world positions)")
+        if mesh.material.cull_back:
+            raise ValueError(f"{label} culls its back faces and has motion keys: the any-hit program that culls "
+                             "them sees the mesh where it rests, not where it moved (give the material "
+                             "cull_back=False)")
         if self.moves and mesh.transform is not None:
             raise ValueError(f"{label} has a transform and motion transforms: the keys place it (give "
                              "transform=None, or fold it into every key)")

@@ -23,7 +23,7 @@ class Scene:
     ----------
     meshes : list of Mesh
         In order: mesh ``i`` is build input ``i`` of the renderer's
-        acceleration structure (and ``PathTracer.vertices(i)``).
+        acceleration structure (and ``RenderPipeline.vertices(i)``).
     camera : Camera
         Defaults to the Cornell box camera (eye at z = 3.9 looking along -z).
     environment : Environment or None

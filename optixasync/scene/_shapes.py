@@ -39,8 +39,8 @@ def shape_materials(material: Any, label: str) -> tuple[Material, ...]:
     TypeError
         Something that is not a Material.
     ShapeError
-        No material, a cut-out material (alpha mask and blend are for meshes) or a normal map (shapes have no
-        tangent frame to map it in).
+        No material, a cut-out material (alpha mask and blend are for meshes), one that culls back faces (for
+        meshes too) or a normal map (shapes have no tangent frame to map it in).
     """
     materials = (material,) if isinstance(material, Material) else tuple(material) if isinstance(
         material, Sequence) and not isinstance(material, str) else None
@@ -56,6 +56,9 @@ def shape_materials(material: Any, label: str) -> tuple[Material, ...]:
         if m.normal_texture is not None:
             raise ShapeError(f"{which}: a normal map needs a mesh's tangent frame; spheres and curves take none "
                              "(drop normal_texture)")
+        if m.cull_back:
+            raise ShapeError(f"{which}: cull_back culls mesh triangles only (their any-hit program); spheres and "
+                             "curves show their backs (give the material cull_back=False)")
     return materials
 
 

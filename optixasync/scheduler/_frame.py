@@ -114,6 +114,9 @@ class Frame:
         Whether the frame asked to run as a frame graph.
     capturing : bool
         Whether the work is being captured into the slot's graph right now.
+    eager_reason : str or None
+        Set by the frame's recorder when its work cannot go into a graph (an uncapturable stage): a frame
+        that asked for a graph then runs eagerly, counted and logged with this reason.
     destinations : Destinations
         The pinned destinations its readbacks land in: the slot's (``slot_destinations``), or one of
         its frame graphs' own.
@@ -144,6 +147,7 @@ class Frame:
         self.key: Any = None
         self.graph = False
         self.capturing = False
+        self.eager_reason: str | None = None
         self.destinations = slot.destinations  # where readbacks land (a frame graph's own set, when replayed)
         self.slot_destinations = slot.destinations
 
@@ -366,6 +370,7 @@ class Frame:
         self.readbacks = []
         self.holds.clear()
         self.span = None
+        self.work = None  # a work function that refers back to the frame would keep it (and its result) alive
         return readbacks
 
     def __repr__(self) -> str:

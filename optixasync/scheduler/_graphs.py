@@ -38,7 +38,9 @@ A frame runs eagerly, with its reason counted and logged once, when the
 context has OptiX validation mode on (every launch waits inside
 ``optixLaunch``; that serializing effect stays visible), when the work
 launches a pipeline with exception checks, when it has no work function,
-and when its capture was refused (:class:`~optixasync.errors.GraphCaptureError`:
+when its recorder said its work cannot be captured (``frame.eager_reason``:
+the render pipeline's frames with a stage that cannot be, see
+:mod:`optixasync.render._graphs`), and when its capture was refused (:class:`~optixasync.errors.GraphCaptureError`:
 an allocation, an upload of host data, a wait for another stream, a
 download into a per-frame lease, a capture the driver invalidated). A
 refused shape is not tried again until the shape changes. The work of a
@@ -62,14 +64,18 @@ pool once released) and that variant is captured again ("readback ... still
 held"). A loop that polls after each frame settles on two variants per slot
 and replays from then on; one that keeps every result captures every frame,
 correctly. Release results (``with result:``) or ``copy()`` what you keep.
-A change of shape drops every variant of the slot.
+A change of shape drops every variant of the slot. Both cases are counted
+(``stats.graphs.held_readbacks``: frames that found their slot's readbacks
+still held; ``stats.graphs.handovers``: those of them whose held buffers went
+to their holders).
 
 Blocking calls
 --------------
-A capture instantiates or updates an executable graph (CPU work in the
-driver, see :mod:`optixasync.cuda._graph`), once per shape and slot. A replay
-is one ``cuGraphLaunch`` and the fence's event record. Nothing here waits
-for the GPU.
+A capture waits for the device to be idle first, then instantiates or
+updates an executable graph (CPU work in the driver, see
+:mod:`optixasync.cuda._graph`), once per shape and slot. A replay is one
+``cuGraphLaunch`` and the fence's event record: in steady state nothing here
+waits for the GPU.
 """
 
 from __future__ import annotations
@@ -212,9 +218,9 @@ class FrameGraphs:
 
     def run(self, frame: Frame, slot: Slot, fence: Any) -> None:
         """Enqueue ``frame``'s work and record ``fence`` after it."""
-        if not frame.graph or self._ctx.validation:
+        if not frame.graph or self._ctx.validation or frame.eager_reason is not None:
             if frame.graph:
-                self._eager(frame, VALIDATION)
+                self._eager(frame, VALIDATION if self._ctx.validation else frame.eager_reason)
             frame.run_work()
             fence.record(frame.stream)
             return
@@ -234,11 +240,12 @@ class FrameGraphs:
             self._run_eagerly(frame, graph.refused[1], fence)
         elif graph.warm == shape:
             graph.retire_variants()
-            slot.destinations.hand_over(slot.destinations.names())  # the first variant copies into these
+            if slot.destinations.hand_over(slot.destinations.names()):  # the first variant copies into these
+                self._stats.count_held(handed_over=True)
             self._capture(frame, graph, graph.variant(slot.destinations), shape, reason, fence)
         else:
             self._run_eagerly(frame, f"{reason}: runs eagerly once, the next frame of the slot captures", fence)
-            graph.warm = shape
+            graph.warm = (frame.key, slot.generation)  # with the buffers its work made: that is the shape now
 
     @staticmethod
     def _new(slot: Slot) -> SlotGraph:
@@ -266,12 +273,12 @@ class FrameGraphs:
         frame.begin_gpu_work()  # the span's start, before the graph
         variant.graph.launch(frame.stream, end=fence, check=False)
         frame.launched = True
-        frame.readbacks = variant.destinations.views(variant.names)
+        frame.readbacks = variant.destinations.views(variant.names)  # (no cache: a reference would count as held)
         if graph.variants[-1] is not variant:  # least recently replayed first
             graph.variants.remove(variant)
             graph.variants.append(variant)
         frame.stats.graph = "replay"
-        self._stats.count_graph("replay", "")
+        self._stats.graphs.replays += 1  # the submitting thread's count (SchedulerStats.count_graph)
 
     def _capture_variant(self, frame: Frame, graph: SlotGraph, fence: Any) -> None:
         """Every variant's destinations are held: capture into a new set, or hand the oldest one's over."""
@@ -280,10 +287,12 @@ class FrameGraphs:
             destinations = Destinations(self._ctx)
             destinations.like(first.destinations, first.names)
             variant, reason = graph.variant(destinations), "readbacks still held: another set of destinations"
+            self._stats.count_held(handed_over=False)
         else:
             variant = graph.variants.pop(0)  # recorded again below: its executable graph is updated in place
             variant.destinations.hand_over(variant.names)
             reason = variant.destinations.reason
+            self._stats.count_held(handed_over=True)
         self._capture(frame, graph, variant, graph.shape, reason, fence)
 
     def _capture(self, frame: Frame, graph: SlotGraph, variant: _Variant, shape: tuple, reason: str,

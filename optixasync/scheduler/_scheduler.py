@@ -277,7 +277,7 @@ class FrameScheduler:
                     raise
             else:
                 if frame.graph and error is None:
-                    self._graphs.count_eager(frame, NO_WORK)
+                    self._graphs.count_eager(frame, frame.eager_reason or NO_WORK)
                 frame.begin_gpu_work()
                 fence.record(self.stream)
         return self._enqueue(frame, fence, start, recorded)

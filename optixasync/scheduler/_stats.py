@@ -136,10 +136,17 @@ class GraphCounts:
     replays, captures, eager : int
     capture_reasons, eager_reasons : collections.Counter
         Reason -> frames.
+    held_readbacks : int
+        Frames whose slot came round with its graph's readbacks still held by a result (the frame neither
+        waited nor copied: it captured another variant with destinations of its own, or handed the held
+        buffers over, see :mod:`optixasync.scheduler._graphs`).
+    handovers : int
+        Those of them whose held buffers went to their holders (new destinations, the variant captured again).
     """
 
     def __init__(self) -> None:
         self.replays = self.captures = self.eager = 0
+        self.held_readbacks = self.handovers = 0
         self.capture_reasons: Counter[str] = Counter()
         self.eager_reasons: Counter[str] = Counter()
 
@@ -155,7 +162,8 @@ class GraphCounts:
 
     def as_dict(self) -> dict[str, Any]:
         return {"replays": self.replays, "captures": self.captures, "eager": self.eager,
-                "capture_reasons": dict(self.capture_reasons), "eager_reasons": dict(self.eager_reasons)}
+                "capture_reasons": dict(self.capture_reasons), "eager_reasons": dict(self.eager_reasons),
+                "held_readbacks": self.held_readbacks, "handovers": self.handovers}
 
 
 _FIELDS = tuple(FrameStats.__dataclass_fields__)
@@ -270,6 +278,12 @@ class SchedulerStats:
             return
         with self._lock:
             self.graphs.add(mode, reason)
+
+    def count_held(self, handed_over: bool) -> None:
+        """Count a frame that found its slot's graph readbacks still held (``handed_over``: given to their holders)."""
+        with self._lock:
+            self.graphs.held_readbacks += 1
+            self.graphs.handovers += bool(handed_over)
 
     def add(self, stats: FrameStats, fold: bool = True) -> None:
         """Record one retired frame.

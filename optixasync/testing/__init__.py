@@ -11,7 +11,7 @@ are not part of the rendering API. The GPU spin helper lives in
 
 from __future__ import annotations
 
-from ._busy import BUSY_PARAMS, BusyWorkload, expected_busy_output
+from ._busy import BUSY_PARAMS, BusyWorkload, KernelBusyWorkload, expected_busy_output
 from ._compare import PASS_FRACTION, BatchStatistics, batch_statistics, rmse, rmse_ratio, sidak_level, z_test
 from ._entry import child_output, require_gpu, run_main
 from ._farm import (
@@ -27,16 +27,19 @@ from ._farm import (
     sample_values,
 )
 from ._gltf_files import GltfBuilder, glb_bytes, node_grid_glb
+from ._gltf_samples import GLTF_SAMPLES, write_gltf_samples
 from ._hello import DEFAULT_TRIANGLE, HELLO_PARAMS, HelloRenderer, HelloResult, fill_params, render_triangle
 from ._hostile import MemoryPeak, TimeLimitExceeded, outside, peak_memory, record_opens, time_limit
 from ._mitsuba import MissingMitsubaError, import_mitsuba, mitsuba_scene_dict, mitsuba_texture
 from ._ripple import RippleAnimator, grid_mesh
 from ._stubcuda import StubCuda, StubEvent, StubStream
+from ._stubrender import StubPathIntegrator, StubRender
 
 __all__ = [
     "BUSY_PARAMS",
     "BatchStatistics",
     "BusyWorkload",
+    "KernelBusyWorkload",
     "MissingMitsubaError",
     "PASS_FRACTION",
     "DEFAULT_TRIANGLE",
@@ -46,6 +49,8 @@ __all__ = [
     "RippleAnimator",
     "StubCuda",
     "StubEvent",
+    "StubPathIntegrator",
+    "StubRender",
     "StubStream",
     "batch_statistics",
     "CountedPayload",
@@ -68,6 +73,8 @@ __all__ = [
     "time_limit",
     "TimeLimitExceeded",
     "glb_bytes",
+    "write_gltf_samples",
+    "GLTF_SAMPLES",
     "GltfBuilder",
     "node_grid_glb",
     "grid_mesh",

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..cuda import Context
     from ..scheduler import Frame
 
-__all__ = ["BUSY_PARAMS", "BusyWorkload", "expected_busy_output"]
+__all__ = ["BUSY_PARAMS", "BusyWorkload", "KernelBusyWorkload", "expected_busy_output"]
 
 #: Layout of ``BusyParams`` in ``kernels/busy.cu``.
 BUSY_PARAMS = struct_dtype([("out", "ptr"), ("spin_ns", "u64"), ("frame", "uint"), ("scale", "float")])
@@ -54,6 +54,42 @@ class BusyWorkload:
         frame.params["frame"] = frame.index
         frame.params["scale"] = scale
         frame.launch(self.pipeline, self.sbt, n_out)
+        if readback:
+            frame.readback(out, "out")
+        return out
+
+
+_KERNEL = r"""
+extern "C" __global__ void busy_values(float* out, int n, const unsigned int* frame, const float* scale) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __fadd_rn(__fmul_rn(*scale, (float)(i + 1)), (float)(*frame));
+}
+"""
+
+
+class KernelBusyWorkload:
+    """The busy frame's values (:func:`expected_busy_output`) written by a CUDA kernel instead of an OptiX launch.
+
+    A frame of plain CUDA work (an optional spin, the kernel reading the frame's ``frame`` and ``scale`` from
+    its parameters on the GPU, a readback): the kind of frame CUDA graphs replay (an OptiX launch cannot be
+    replayed from a graph, see ``optixasync.program._pipeline.LAUNCH_NOT_REPLAYABLE``). Use it with a scheduler
+    of ``params_dtype=BUSY_PARAMS``.
+    """
+
+    def __init__(self) -> None:
+        import cupy
+
+        self._kernel = cupy.RawKernel(_KERNEL, "busy_values")
+
+    def record(self, frame: Frame, n_out: int = 256, spin_ns: int = 0, readback: bool = True) -> Any:
+        """Enqueue the values of ``frame``'s parameters into its ``"out"`` buffer (read back when asked)."""
+        from ..cuda import spin_gpu
+
+        out = frame.buffer("out", (n_out,), np.float32)
+        if spin_ns:
+            spin_gpu(int(spin_ns), frame)
+        self._kernel(((n_out + 255) // 256,), (256,), (out, np.int32(n_out), np.uint64(frame.param_address("frame")),
+                                                       np.uint64(frame.param_address("scale"))), stream=frame.stream)
         if readback:
             frame.readback(out, "out")
         return out

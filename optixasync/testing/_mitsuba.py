@@ -28,8 +28,9 @@ where Mitsuba is installed):
   reflectance as ``specular_reflectance``; ``dielectric`` or
   ``roughdielectric`` with ``int_ior``/``ext_ior``; ``roughplastic`` (GGX,
   ``nonlinear`` false); ``two_sided`` as a ``twosided`` wrapper (not for
-  dielectrics, two-sided already). ``metallic_roughness`` and cut-out
-  materials (alpha mask or blend) have no exact twin: ValueError.
+  dielectrics, two-sided already). ``metallic_roughness``, cut-out
+  materials (alpha mask or blend) and culled back faces (``cull_back``)
+  have no exact twin: ValueError.
 * Textures: ``bitmap`` over float32 linear texels (``raw``), our factor
   multiplied in and sRGB data decoded here, texel by texel, with the curve
   of our renderer; both renderers then filter linear values.
@@ -244,12 +245,15 @@ def mitsuba_bsdf(material: Material, mi: Any, *, handedness: int = 1, mesh_name:
     Raises
     ------
     ValueError
-        On ``metallic_roughness`` and on alpha mask or blend, naming the material.
+        On ``metallic_roughness``, on alpha mask or blend and on ``cull_back``, naming the material.
     """
     label = _label(material, mesh_name)
     if material.alpha_mode != "opaque":
         raise ValueError(f"{label}: alpha_mode {material.alpha_mode!r} has no exact Mitsuba twin (its 'mask' BSDF "
                          "blends by opacity; it has no alpha cutoff)")
+    if material.sidedness == "cull_back":
+        raise ValueError(f"{label}: cull_back (rays pass through its back faces) has no exact Mitsuba twin: "
+                         "render it two-sided or with a black back (cull_back=False) to compare")
     bsdf = _base_bsdf(material, mi, label)
     if material.two_sided and not material.transmits:
         bsdf = {"type": "twosided", "bsdf": bsdf}
@@ -317,7 +321,15 @@ def mitsuba_environment(environment: Environment, mi: Any) -> dict[str, Any]:
 
 
 def mitsuba_sensor(camera: Any, width: int, height: int, spp: int, mi: Any) -> dict[str, Any]:
-    """A ``perspective`` sensor seeing what ``camera`` sees on a ``width`` x ``height`` box-filtered film."""
+    """A ``perspective`` sensor seeing what ``camera`` sees on a ``width`` x ``height`` box-filtered film.
+
+    Raises
+    ------
+    ValueError
+        On an orthographic camera (not compared with Mitsuba's ``orthographic`` sensor).
+    """
+    if camera.orthographic:
+        raise ValueError("an orthographic camera has no Mitsuba twin here: compare through a pinhole camera")
     to_world = mi.ScalarTransform4f().look_at(origin=list(camera.eye), target=list(camera.target),
                                               up=list(camera.up))
     return {

@@ -17,6 +17,12 @@ unchanged around the stubbed calls. Two uses:
   captured goes into the graph being captured instead (``graphs``), as CUDA
   does. A replayed graph logs one ``graph_launch``.
 
+The OptiX stand-in also answers the acceleration-structure calls (memory
+usage, builds, refits and compactions, enqueued like launches), so a real
+:class:`~optixasync.accel.GeometryAccel` and a real render pipeline's device
+scene are built over it; :meth:`StubCuda.kernel` gives a stand-in of a CuPy
+``RawKernel`` whose launches are enqueued by name.
+
 The GPU is "infinitely fast" by default (every event has passed when it is
 recorded); :meth:`StubCuda.pause` holds back the completion of work recorded
 from then on until :meth:`StubCuda.resume` or a synchronization reaches it.
@@ -34,7 +40,9 @@ import math
 import time
 from typing import Any
 
-__all__ = ["StubArray", "StubCuda", "StubEvent", "StubStream"]
+from ._stubdevice import StubKernel, StubOptixApi
+
+__all__ = ["StubArray", "StubCuda", "StubEvent", "StubKernel", "StubStream", "active_stub"]
 
 _CAPTURE_INVALIDATED = 901  # cudaErrorStreamCaptureInvalidated
 
@@ -106,6 +114,13 @@ class StubArray:
         self.data = memptr
 
     @property
+    def flags(self) -> Any:
+        """The layout flags CuPy's arrays have (stub arrays are C-contiguous)."""
+        from types import SimpleNamespace
+
+        return SimpleNamespace(c_contiguous=True, f_contiguous=self.ndim <= 1)
+
+    @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         # What CuPy 14 reports (version 3, with the current stream): built afresh on every access, as CuPy does.
         return {"shape": self.shape, "typestr": self.dtype.str, "descr": self.dtype.descr, "strides": None,
@@ -132,28 +147,6 @@ class _StubPinnedPool:
 
     def free_all_blocks(self) -> None:
         pass
-
-
-class _StubOptixApi:
-    """The OptiX entry points a frame calls, answering success."""
-
-    abi = 87
-
-    def __init__(self, cuda: StubCuda) -> None:
-        self._cuda = cuda
-
-    def optixLaunch(self, pipeline: int, stream: int, params: int, size: int, sbt: Any, w: int, h: int, d: int) -> int:
-        self._cuda.enqueue("optixLaunch", int(stream), (int(pipeline), int(params), int(size), w, h, d))
-        return 0
-
-    def optixDeviceContextDestroy(self, handle: int) -> int:
-        return 0
-
-    def error_name(self, status: int) -> str:
-        return "OPTIX_ERROR_UNKNOWN"
-
-    def error_string(self, status: int) -> str:
-        return "stub"
 
 
 class _StubDevice:
@@ -192,6 +185,9 @@ class StubGraphApi:
         self.invalidated: set[int] = set()
         self.destroyed: set[int] = set()
         self.refuse_update = False
+
+    def settle(self) -> None:
+        self._cuda.log("settle", 0, None)
 
     def begin_capture(self, stream: int) -> None:
         self._cuda.log("begin_capture", stream, None)
@@ -247,6 +243,11 @@ def _active() -> StubCuda:
     if not _stack:
         raise RuntimeError("a stub CUDA object was used outside its StubCuda block")
     return _stack[-1]
+
+
+def active_stub() -> StubCuda:
+    """The innermost :class:`StubCuda` entered (RuntimeError outside any)."""
+    return _active()
 
 
 class StubCuda:
@@ -318,6 +319,10 @@ class StubCuda:
 
     def resume(self) -> None:
         self.complete_all()
+
+    def new_address(self) -> int:
+        """A fresh device address or handle (never 0, never repeated)."""
+        return next(self._addresses)
 
     def error(self, status: int, name: str) -> Exception:
         """What the driver's graph calls raise (:class:`~optixasync.cuda._graph.DriverGraphs` checks into it)."""
@@ -391,7 +396,7 @@ class StubCuda:
 
         ctx = Context.__new__(Context)  # no __init__: it would load the driver
         ctx.handle, ctx.device_id, ctx.abi = 0xC0DE, 0, 87
-        ctx.api = _StubOptixApi(self)
+        ctx.api = StubOptixApi(self)
         ctx.validation, ctx.warm_up = bool(validation), False
         ctx.device = _StubDevice(self)
         ctx._tracked, ctx._serial = {}, itertools.count()
@@ -430,6 +435,10 @@ class StubCuda:
         sbt.nbytes = 64
         ctx.track(sbt)
         return sbt
+
+    def kernel(self, name: str) -> StubKernel:
+        """A stand-in of a CuPy ``RawKernel`` named ``name`` (its launches are enqueued on their stream)."""
+        return StubKernel(self, name)
 
     def names(self, stream: Any = None) -> list[str]:
         """The names of the recorded calls (on ``stream`` only, when given)."""

@@ -51,6 +51,21 @@ def test_record_captures_the_work_and_launch_replays_it(cuda, ctx):
     assert "destroy_exec" in cuda.names() and not graph.recorded
 
 
+def test_a_capture_waits_for_an_idle_device_first_and_a_replay_does_not(cuda, ctx):
+    """OptiX's own outstanding work would become dependencies on uncaptured work inside a capture: the device is
+    settled (cuCtxSynchronize) right before each capture begins, never before a replay."""
+    stream = StubStream(non_blocking=True)
+    device = ctx.memory.alloc(64, stream)
+    staging = ctx.pinned.allocate(64)
+    graph = StreamGraph()
+    graph.record(stream, copy_work(ctx, device, staging))
+    names = cuda.names()
+    assert names.count("settle") == 1 and names.index("settle") == names.index("begin_capture") - 1
+    graph.launch(stream)
+    graph.record(stream, copy_work(ctx, device, staging))  # a new recording settles again
+    assert cuda.names().count("settle") == 2
+
+
 def test_recording_again_updates_in_place_or_instantiates_anew(cuda, ctx):
     stream = StubStream(non_blocking=True)
     device = ctx.memory.alloc(64, stream)

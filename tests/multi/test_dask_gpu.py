@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import optixasync
-from optixasync.multi import ClothMotion, DaskGPUs, Farm
-from optixasync.render import PathTracer, RenderOptions
+from optixasync.multi import DaskGPUs, Farm
+from optixasync.render import ClothMotion, RenderOptions, RenderPipeline
 from optixasync.scene import ClothAnimation, cornell_box
 from optixasync.testing import FaultAt, FaultyUpdate
 
@@ -41,8 +41,8 @@ def client():
 
 def test_by_sample_through_dask_equals_one_gpu(client):
     options = RenderOptions(width=128, height=128, spp=256, seed=5)
-    with optixasync.Context() as ctx, PathTracer(ctx, cornell_box(), options) as tracer:
-        single = tracer.render()
+    with optixasync.Context() as ctx, RenderPipeline(ctx, cornell_box(), options) as pipeline:
+        single = pipeline.render()
     with Farm(cornell_box(), options, backend=DaskGPUs(client)) as farm:
         split = farm.render()
         assert len(farm.last_parts) == 2

@@ -14,8 +14,8 @@ from PIL import Image
 
 import optixasync
 from optixasync.errors import WorkerError
-from optixasync.multi import CameraSwing, ClothMotion, Farm, LocalGPUs, split_samples
-from optixasync.render import PathTracer, RenderOptions
+from optixasync.multi import Farm, LocalGPUs, split_samples
+from optixasync.render import CameraSwing, ClothMotion, RenderOptions, RenderPipeline
 from optixasync.scene import ClothAnimation, cornell_box
 from optixasync.testing import FaultAt, FaultyUpdate
 
@@ -49,9 +49,9 @@ def max_relative_difference(a: np.ndarray, b: np.ndarray) -> float:
 
 def test_by_sample_equals_the_single_gpu_image(workers):
     options = RenderOptions(width=256, height=256, spp=512, seed=3)
-    with optixasync.Context() as ctx, PathTracer(ctx, cornell_box(), options) as tracer:
-        single = tracer.render()
-        sums = [tracer.render_sums(r.first, r.count) for r in split_samples(512, 2)]
+    with optixasync.Context() as ctx, RenderPipeline(ctx, cornell_box(), options) as pipeline:
+        single = pipeline.render()
+        sums = [pipeline.render_sums(r.first, r.count) for r in split_samples(512, 2)]
     with Farm(cornell_box(), options, backend=workers) as farm:
         split = farm.render()
         assert [r.count for r in farm.last_parts] == [256, 256]
@@ -65,33 +65,26 @@ def test_by_sample_equals_the_single_gpu_image(workers):
 
 def test_render_sums_of_a_range_is_part_of_the_whole():
     options = RenderOptions(width=64, height=64, spp=64)
-    with optixasync.Context() as ctx, PathTracer(ctx, cornell_box(), options) as tracer:
-        whole = tracer.render_sums(0, 64)
-        np.testing.assert_allclose(whole[..., :3] / 64, tracer.render(), rtol=1e-6, atol=1e-7)
-        parts = tracer.render_sums(0, 40) + tracer.render_sums(40, 24)
+    with optixasync.Context() as ctx, RenderPipeline(ctx, cornell_box(), options) as pipeline:
+        whole = pipeline.render_sums(0, 64)
+        np.testing.assert_allclose(whole[..., :3] / 64, pipeline.render(), rtol=1e-6, atol=1e-7)
+        parts = pipeline.render_sums(0, 40) + pipeline.render_sums(40, 24)
         assert max_relative_difference(parts[..., :3], whole[..., :3]) <= 1e-5
         with pytest.raises(ValueError, match="32-bit"):
-            tracer.render_sums(2**32 - 10, 20)
+            pipeline.render_sums(2**32 - 10, 20)
         with pytest.raises(ValueError, match="first_sample"):
-            tracer.render_sums(-1, 4)
+            pipeline.render_sums(-1, 4)
 
 
 def _single_gpu_cloth_frames(cloth: ClothAnimation, options: RenderOptions, count: int, dt: float) -> list[np.ndarray]:
-    """The frames as ``optixasync render --frames`` makes them on one GPU (scheduler, reset per frame)."""
-    from optixasync.cuda import create_stream
-    from optixasync.scheduler import FrameScheduler
-
+    """The frames as ``optixasync render --frames`` makes them on one GPU (the pipeline's frames, each its own
+    image, moved by the frame update)."""
     frames = []
-    with optixasync.Context() as ctx:
-        stream = create_stream()
-        with PathTracer(ctx, cloth.scene(), options, stream=stream) as tracer, \
-                FrameScheduler(ctx, 2, params_dtype=tracer.params_dtype, stream=stream) as sched:
-            for k in range(count):
-                with sched.frame() as f:
-                    cloth.update(tracer, k * dt, f)
-                    tracer.reset()
-                    tracer.record(f, options.spp, readback="image")
-            frames = [r["image"][..., :3].copy() for r in sched.drain()]
+    with optixasync.Context() as ctx, RenderPipeline(ctx, cloth.scene(), options) as pipeline:
+        for result in pipeline.frames(count, options.spp, update=ClothMotion(cloth, dt), readback="image"):
+            with result:
+                frames.append(result["image"][..., :3].copy())
+    assert len(frames) == count
     return frames
 
 
@@ -165,14 +158,14 @@ def test_context_on_the_second_gpu_and_cross_device_misuse():
     with optixasync.Context(device=1) as ctx1, optixasync.Context(device=0) as ctx0:
         assert ctx1.device_id == 1 and ctx0.device_id == 0
         options = RenderOptions(width=32, height=32, spp=4)
-        with PathTracer(ctx1, cornell_box(), options) as tracer:
-            assert tracer.accumulation.data.device_id == 1
-            image = tracer.render()
+        with RenderPipeline(ctx1, cornell_box(), options) as pipeline:
+            assert pipeline.accumulation.data.device_id == 1
+            image = pipeline.render()
             assert image.mean() > 0.01
-            sched = optixasync.FrameScheduler(ctx0, 2, params_dtype=tracer.params_dtype)
+            sched = optixasync.FrameScheduler(ctx0, 2, params_dtype=pipeline.params_dtype)
             with pytest.raises(ValueError, match="belongs to another context \\(device 1\\); this context is on device 0"):
                 with sched.frame() as f:
-                    tracer.record(f, 1)
+                    pipeline.record(f, 1)
             sched.close()
         assert cupy.cuda.Device().id in (0, 1)
 

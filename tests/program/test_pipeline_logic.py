@@ -436,7 +436,7 @@ def test_launch_needs_params_size_for_a_raw_pointer(pipeline_and_sbt):
 def test_launch_refuses_an_sbt_of_another_context(pipeline_and_sbt):
     pipeline, _ = pipeline_and_sbt
     other = FakeDeviceContext(device_id=1)
-    foreign = ShaderBindingTable(other, make_group(other, "raygen"))
+    foreign = ShaderBindingTable(other, make_group(other, "raygen"), [make_group(other, "miss")])
     with pytest.raises(ValueError, match="shader binding table belongs to another context"):
         pipeline.launch(foreign, np.zeros(4, np.uint8), 4, 4)
 
@@ -502,3 +502,15 @@ def test_miss_group_needs_both_module_and_entry_or_neither(fake_ctx, which):
     with pytest.raises(ValueError, match=f"both module and entry, or neither: {which} was given"):
         ProgramGroup.miss(fake_ctx, *args)
     assert ProgramGroup.miss(fake_ctx, None, None).modules == []  # neither: a miss group that does nothing
+
+
+def test_a_launch_the_driver_refuses_raises_optix_error():
+    from optixasync.errors import OptixError
+    from optixasync.testing import StubCuda
+
+    with StubCuda() as cuda:
+        ctx = cuda.context()
+        pipeline, sbt = cuda.pipeline(ctx), cuda.sbt(ctx)
+        ctx.api.optixLaunch = lambda *args: 7251  # OPTIX_ERROR_LAUNCH_FAILURE
+        with pytest.raises(OptixError, match="optixLaunch"):
+            pipeline.launch(sbt, 0x1000, 4, 4, params_size=16)

@@ -218,14 +218,17 @@ def test_sbt_callables_records(ctx, module):
     weight = struct_dtype([("weight", "float")])
     data = np.zeros((), weight)
     data["weight"] = 0.25
-    sbt = ShaderBindingTable(ctx, raygen, callables=[(direct, data), continuation])
+    miss = ProgramGroup.miss(ctx, module, "__miss__all")
+    sbt = ShaderBindingTable(ctx, raygen, [miss], callables=[(direct, data), continuation])
     s = sbt.struct
-    assert (s.callablesRecordBase, s.callablesRecordStrideInBytes, s.callablesRecordCount) == (0xD000 + 32, 48, 2)
-    assert (s.missRecordBase, s.hitgroupRecordBase) == (0, 0)
-    assert sbt.nbytes == 32 + 2 * 48
-    assert np.frombuffer(sbt.host_bytes[64:68].tobytes(), np.float32)[0] == 0.25
+    assert (s.callablesRecordBase, s.callablesRecordStrideInBytes, s.callablesRecordCount) == (0xD000 + 64, 48, 2)
+    assert (s.missRecordBase, s.missRecordCount, s.hitgroupRecordBase) == (0xD000 + 32, 1, 0)
+    assert sbt.nbytes == 32 + 32 + 2 * 48
+    assert np.frombuffer(sbt.host_bytes[96:100].tobytes(), np.float32)[0] == 0.25
     with pytest.raises(ValueError, match="callables record needs a callables program group, got raygen"):
-        ShaderBindingTable(ctx, raygen, callables=[raygen])
+        ShaderBindingTable(ctx, raygen, [miss], callables=[raygen])
+    with pytest.raises(ValueError, match="needs at least one miss record"):
+        ShaderBindingTable(ctx, raygen, callables=[(direct, data)])
 
 
 # --- specialization and payload types -------------------------------------------------------------------------------

@@ -73,7 +73,9 @@ class FakeDeviceScene:
         self.ready = FakeReadiness()
         self.accel = SimpleNamespace(ready=SimpleNamespace(event=None))
         self.refits: list = []
+        self.placements: list = []  # (transforms, stream) of each place()
         self.compactions: list = []
+        self.generation = 0
         self.closed = False
         self._vertices = [np.array(m.vertices, np.float32) for m in scene.meshes]
         FakeDeviceScene.instances.append(self)
@@ -89,6 +91,11 @@ class FakeDeviceScene:
 
     def refit(self, stream) -> None:
         self.refits.append(stream)
+
+    def place(self, transforms, stream) -> None:
+        from optixasync.render._device_scene import placement_matrices
+
+        self.placements.append((placement_matrices(transforms, len(self.scene.meshes)), stream))
 
     def close(self) -> None:
         self.closed = True
@@ -141,10 +148,15 @@ class FakeFrame:
         self.frames_in_flight = scheduler.n
         self.params = np.zeros((), scheduler.params_dtype)
         self.launched = False
+        self.work = self.key = self.eager_reason = None
+        self.graph = self.capturing = False
         self.launches: list = []
         self.readbacks: dict[str, np.ndarray] = {}
         self.handle = SimpleNamespace(result=lambda: scheduler.result_of(self))
         self._buffers = scheduler.slot_buffers[self.slot]
+
+    def __cuda_stream__(self):
+        return 0, 0x5000
 
     def buffer(self, name, shape, dtype):
         current = self._buffers.get(name)
@@ -161,7 +173,7 @@ class FakeScheduler:
 
     instances: list[FakeScheduler] = []
 
-    def __init__(self, ctx, frames_in_flight, *, params_dtype=None, options=None, stream=None) -> None:
+    def __init__(self, ctx, frames_in_flight, *, params_dtype=None, options=None, stream=None, graphs=False) -> None:
         self.ctx, self.n, self.params_dtype, self.stream, self.options = ctx, frames_in_flight, params_dtype, stream, options
         self.slot_buffers: list[dict] = [{} for _ in range(frames_in_flight)]
         self.pending: list[FakeFrame] = []
@@ -171,7 +183,7 @@ class FakeScheduler:
         self._results: dict[int, FrameResult] = {}
         FakeScheduler.instances.append(self)
 
-    def frame(self):
+    def frame(self, work=None, *, graph=None, key=None):
         @contextlib.contextmanager
         def recording():
             frame = FakeFrame(self, len(self.frames))

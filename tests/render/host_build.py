@@ -117,6 +117,12 @@ class HostPlacement:
     def upload(self, array: np.ndarray, name: str) -> int:
         return self._keep(array).ctypes.data
 
+    def rewrite(self, address: int, array: np.ndarray, stream=None) -> None:
+        target = next(a for a in self.keep if a.ctypes.data == address)
+        data = np.frombuffer(np.ascontiguousarray(array).tobytes(), np.uint8)
+        assert data.nbytes == target.nbytes
+        target.view(np.uint8).reshape(-1)[...] = data
+
     def mesh_array(self, array, name: str, dtype, shared: bool) -> np.ndarray:
         target = np.float32 if dtype is np.float32 else np.uint32  # indices read as unsigned, as on the device
         if shared and id(array) in self._shared:
@@ -207,6 +213,12 @@ class HostTracer:
                     -3: "custom=True (custom primitives)"}.get(status, f"status {status}")
             raise RuntimeError(f"the host kernel refused the launch: the scene needs the library built with "
                                f"build_pathtracer_library(..., {need})")
+
+    def place(self, transforms, stream=None) -> None:
+        """Move the instanced meshes (the device scene's ``place``: the library's mesh-record rewrite)."""
+        from optixasync.render._device_scene import placement_matrices
+
+        self.tables.place(placement_matrices(transforms, len(self.scene.meshes)), stream)
 
     def render(self, spp: int, per_launch: int | None = None, variant: int = IMAGE) -> np.ndarray:
         per_launch = per_launch or spp

@@ -206,10 +206,10 @@ extern "C" {
 PathTracerParams params;
 }
 
-static_assert(sizeof(PathTracerParams) == 216, "host layout of the launch parameters");
+static_assert(sizeof(PathTracerParams) == 224, "host layout of the launch parameters");
 static_assert(sizeof(SceneRecord) == 80, "host layout of the scene record");
 static_assert(sizeof(LightRecord) == 24, "host layout of a light record");
-static_assert(sizeof(MeshRecord) == 144, "host layout of a mesh record");
+static_assert(sizeof(MeshRecord) == 152, "host layout of a mesh record");
 static_assert(sizeof(MaterialRecord) == 240, "host layout of a material record");
 static_assert(sizeof(EmitterTriangle) == 64 && alignof(EmitterTriangle) == 16, "host layout of an emitter");
 
@@ -232,10 +232,10 @@ static void world_corner(const MeshRecord& rec, unsigned i, double out[3]) {
     }
 }
 
-// The any-hit program's verdict on a candidate (cut-out meshes only; OptiX skips it for the others, which are
-// built with any-hit disabled).
+// The any-hit program's verdict on a candidate (cut-out meshes and meshes whose back faces are culled only; OptiX
+// skips it for the others, which are built with any-hit disabled).
 static bool accepted(unsigned mesh, unsigned prim, double t, double u, double v) {
-    if (!(params.scene.meshes[mesh].flags & (MESH_ALPHA_MASK | MESH_ALPHA_BLEND))) return true;
+    if (!(params.scene.meshes[mesh].flags & (MESH_ALPHA_MASK | MESH_ALPHA_BLEND | MESH_CULL_BACK))) return true;
     oa::ThreadState saved = oa::state;
     oa::state.gas_index = mesh;
     oa::state.prim = prim;

@@ -435,6 +435,39 @@ def test_cloth_frames_move_the_cloth(fake_gpu, tmp_path, capsys, monkeypatch):
     assert len(list(tmp_path.glob("c_*.png"))) == 3
 
 
+def test_gltf_frames_play_the_files_node_animation(fake_gpu, tmp_path, capsys):
+    """--frames on an animated glTF file: frame k places the moving mesh at k * dt of its first animation (the
+    instance structure and records updated on the frame), its camera stays; a skin warns once, in one line."""
+    from optixasync.testing import GltfBuilder
+
+    g = GltfBuilder()
+    triangle = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    moving = g.node(mesh=g.mesh(triangle), name="mover")
+    still = g.node(mesh=g.mesh(triangle), translation=[0.0, 0.0, -2.0], skin=0)
+    g.add("skins", {"joints": [still]})
+    times = g.accessor(np.array([0.0, 1.0], np.float32))
+    values = g.accessor(np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]], np.float32))
+    g.add("animations", {"samplers": [{"input": times, "output": values}],
+                         "channels": [{"sampler": 0, "target": {"node": moving, "path": "translation"}}]})
+    g.scene(moving, still)
+    path = g.write_gltf(tmp_path / "slide.gltf")
+    status = cli.main(["render", "--scene", str(path), "--frames", "3", "--dt", "0.25", "--width", "8", "--height",
+                       "6", "--spp-per-frame", "2", "--out", str(tmp_path / "f.png"), "--quiet"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    (sched,) = FakeScheduler.instances
+    (device,) = FakeDeviceScene.instances
+    assert device.scene.instanced == [0]  # the animated mesh is an instance; the still one is flattened
+    assert [stream for _, stream in device.placements] == sched.frames  # on each frame, as its stream
+    np.testing.assert_allclose([m[0, :, 3] for m, _ in device.placements], [[0, 0, 0], [0.5, 0, 0], [1, 0, 0]])
+    np.testing.assert_array_equal([m[1] for m, _ in device.placements], [np.eye(3, 4)] * 3)
+    eyes = {tuple(np.round(f.launches[0].basis[0], 6)) for f in sched.frames}
+    assert len(eyes) == 1  # the mesh moves, the camera stays
+    warnings = [line for line in captured.err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("optixasync render: warning: ") and "skins" in warnings[0]
+    assert len(list(tmp_path.glob("f_*.png"))) == 3
+
+
 def test_progressive_flow_with_stand_ins(fake_gpu, tmp_path, capsys):
     status = cli.main(["render", "--progressive", "4", "--spp-per-frame", "2", "--width", "8", "--height", "6",
                        "--out", str(tmp_path / "p.png"), "--quiet"])

@@ -1,9 +1,11 @@
 """The animated cloth: its grid and formula on the CPU; on a GPU, the kernel against numpy and refits in frames.
 
 The first tests need no GPU (the grid, the numpy formula, the kernel compiled
-with NVRTC); the ``gpu`` ones check that the kernel writes what the formula
-says, and that frames refitting the cloth run ``frames_in_flight`` deep, in
-order, with the acceleration structure following the vertices.
+with NVRTC, the frame update's checks); the ``gpu`` ones check that the
+kernel writes what the formula says, and that frames moving the cloth through
+its frame update (:class:`~optixasync.render.ClothMotion`) run
+``frames_in_flight`` deep, in order, with the acceleration structure
+following the vertices.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import re
 import numpy as np
 import pytest
 
-from optixasync.scene import ClothAnimation, Scene, cloth_indices, cornell_room
+from optixasync.render import ClothMotion
 
-# The cloth kernel's source has no public door: on a GPU it is compiled inside ClothAnimation.write; here it is
-# compiled with NVRTC to check it on the CPU.
-from optixasync.scene._cloth import CLOTH_SOURCE
+# The cloth kernel and its writer have no public door: on a GPU they run inside ClothMotion; here the source is
+# compiled with NVRTC to check it on the CPU, and the writer's checks run without a GPU.
+from optixasync.render._updates import CLOTH_SOURCE, write_cloth
+from optixasync.scene import ClothAnimation, Scene, cornell_room
+from optixasync.scene.demo import CLOTH_WAVES, cloth_indices
 
 # -- CPU -------------------------------------------------------------------------------------------------------------
 
@@ -84,6 +88,8 @@ def test_kernel_compiles_with_nvrtc_and_uses_the_formulas_constants():
     assert "$" not in CLOTH_SOURCE  # every constant was substituted
     for constant in ("7.0f", "2.1f", "2.5f", "11.0f", "1.3f", "4.0f", "8.0f", "0.9f"):
         assert constant in CLOTH_SOURCE
+    assert sorted(f"{value!r}f" for value in CLOTH_WAVES.values()) == sorted(
+        ("7.0f", "2.1f", "2.5f", "11.0f", "1.3f", "4.0f", "8.0f", "0.9f"))  # the numpy formula's constants
 
 
 def test_scene_is_the_room_plus_the_dynamic_cloth():
@@ -98,13 +104,16 @@ def test_scene_is_the_room_plus_the_dynamic_cloth():
     np.testing.assert_array_equal(mesh.indices, cloth.indices())
 
 
-def test_update_needs_the_scene_and_write_needs_a_device_array():
+def test_the_motion_needs_the_scene_and_the_writer_needs_a_device_array():
     cloth = ClothAnimation(4)
     with pytest.raises(RuntimeError, match="scene"):
-        cloth.update(object(), 0.0, object())
+        ClothMotion(cloth).move(object(), 0.0, object())
+    with pytest.raises(RuntimeError, match="scene"):
+        ClothMotion(cloth, 0.1)(object(), 3, object())  # as a frame update: frame 3 at t = 0.3
+    assert ClothMotion(cloth).dt == 1 / 30
     pytest.importorskip("cupy")
     with pytest.raises(TypeError, match="cupy.ndarray"):
-        cloth.write(np.zeros((25, 3), np.float32), 0.0, object())
+        write_cloth(cloth, np.zeros((25, 3), np.float32), 0.0, object())
 
 
 # -- GPU -------------------------------------------------------------------------------------------------------------
@@ -118,7 +127,7 @@ def test_kernel_matches_numpy(ctx):
     stream = create_stream()
     out = ctx.memory.empty((cloth.num_vertices, 3), np.float32, stream)
     for t in (0.0, 0.37, 5.0, 31.4):
-        cloth.write(out, t, stream)
+        write_cloth(cloth, out, t, stream)
         host = out.get(stream=stream)
         stream.synchronize()
         assert np.isfinite(host).all()
@@ -135,30 +144,35 @@ def test_write_rejects_bad_output_and_the_default_stream(ctx):
     cloth = ClothAnimation(8)
     stream = create_stream()
     with pytest.raises(ValueError, match=r"\(81, 3\)"):
-        cloth.write(ctx.memory.empty((80, 3), np.float32, stream), 0.0, stream)
+        write_cloth(cloth, ctx.memory.empty((80, 3), np.float32, stream), 0.0, stream)
     with pytest.raises(ValueError, match="legacy default stream"):
-        cloth.write(ctx.memory.empty((81, 3), np.float32, stream), 0.0, cupy.cuda.Stream.null)
+        write_cloth(cloth, ctx.memory.empty((81, 3), np.float32, stream), 0.0, cupy.cuda.Stream.null)
+    with pytest.raises(ValueError, match="finite"):
+        write_cloth(cloth, ctx.memory.empty((81, 3), np.float32, stream), float("nan"), stream)
 
 
 @pytest.mark.gpu
 def test_refit_in_frames_in_flight(ctx):
     from optixasync.accel import RayCaster
     from optixasync.cuda import create_stream, spin_gpu
-    from optixasync.render import PathTracer, RenderOptions
+    from optixasync.render import RenderOptions, RenderPipeline
     from optixasync.scheduler import FrameScheduler
 
     cloth = ClothAnimation(48)
     scene = cloth.scene()
     stream = create_stream()
     n, frames, dt = 2, 6, 0.4
-    with PathTracer(ctx, scene, RenderOptions(width=32, height=32, spp=1, max_depth=2), stream=stream) as tracer:
-        sched = FrameScheduler(ctx, n, params_dtype=tracer.params_dtype, stream=stream)
+    motion = ClothMotion(cloth, dt)
+    options = RenderOptions(width=32, height=32, spp=1, max_depth=2)
+    with RenderPipeline(ctx, scene, options, stream=stream) as pipeline:
+        assert pipeline.stream is stream
+        sched = FrameScheduler(ctx, n, params_dtype=pipeline.params_dtype, stream=stream)
         for k in range(frames):
             with sched.frame() as f:
-                cloth.update(tracer, k * dt, f)  # the frame as the stream: the cloth's work is timed with it
+                motion(pipeline, k, f)  # the frame as the stream: the cloth's work is timed with it
                 spin_gpu(30_000_000, f)  # 30 ms: the host records the next frame while this one runs
-                tracer.reset()
-                tracer.record(f, 1)
+                pipeline.reset()
+                pipeline.record(f, 1)
         results = sched.drain()
         assert [r.index for r in results] == list(range(frames))
         for result in results:
@@ -169,14 +183,14 @@ def test_refit_in_frames_in_flight(ctx):
         # The device vertices and the refitted structure are those of the last frame's time.
         t_last = (frames - 1) * dt
         expected = cloth.positions(t_last)
-        device = tracer.vertices(cloth.mesh_index).get(stream=stream)
+        device = pipeline.vertices(cloth.mesh_index).get(stream=stream)
         stream.synchronize()
         np.testing.assert_allclose(device, expected, atol=3e-5)
         triangles = expected[cloth.indices()[::97]].astype(np.float64)
         centroids = triangles.mean(axis=1)
         origins = centroids * (1.0, 1.0, 0.0) + (0.0, 0.0, 3.0)  # in front of the cloth, looking at -z
         directions = np.tile((0.0, 0.0, -1.0), (len(origins), 1))
-        hits = RayCaster(ctx).cast(tracer.accel, origins, directions, stream=stream)
+        hits = RayCaster(ctx).cast(pipeline.device_scene.accel, origins, directions, stream=stream)
         assert hits["hit"].all()
         np.testing.assert_allclose(hits["t"], 3.0 - centroids[:, 2], atol=1e-4)
         sched.close()

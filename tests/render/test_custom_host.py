@@ -26,10 +26,10 @@ from optixasync.scene import (
     Material,
     Scene,
     _custom,
-    custom_primitive_index,
     custom_primitives,
     register_custom_primitive,
 )
+from optixasync.scene._custom import custom_primitive_index
 
 HERE = Path(__file__).resolve().parent
 LAMP = Material((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))

@@ -40,7 +40,8 @@ import optixasync
 from optixasync.program import CompileOptions, compile_ptx
 from optixasync.render import RenderOptions
 from optixasync.render.lights import _base as light_registry
-from optixasync.scene import Camera, Material, Scene, _bsdf, bsdf_families, bsdf_index, sphere
+from optixasync.scene import Camera, Material, Scene, _bsdf, bsdf_families, sphere
+from optixasync.scene._bsdf import bsdf_index
 
 HERE = Path(__file__).resolve().parent
 EXTENSION = HERE / "extension"

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optixasync.render import PathTracer, RenderOptions
+from optixasync.io import srgb_to_linear
+from optixasync.render import RenderOptions, RenderPipeline
 from optixasync.scene import (
     Camera,
     Environment,
@@ -51,9 +52,9 @@ def load_module(name: str):
 def render(ctx, scene, spp, **options) -> np.ndarray:
     options.setdefault("width", 32)
     options.setdefault("height", 32)
-    with PathTracer(ctx, scene, RenderOptions(spp=spp, **options)) as tracer:
-        image = tracer.render()
-        assert tracer.last_nonfinite == 0
+    with RenderPipeline(ctx, scene, RenderOptions(spp=spp, **options)) as pipeline:
+        image = pipeline.render()
+        assert pipeline.last_nonfinite == 0
     return image.astype(np.float64)
 
 
@@ -129,8 +130,6 @@ def test_texels_come_back_as_pixels_nearest_and_srgb(ctx):
     camera = Camera((0, 0, 10), (0, 0, 0), fov=2 * math.degrees(math.atan(1 / 10)))
     scene = Scene([quad(material)], camera, environment=WHITE)
     image = render(ctx, scene, 256, max_depth=2, width=64, height=64)
-    from optixasync.render import srgb_to_linear
-
     expected = srgb_to_linear(texels).astype(np.float64)
     blocks = image.reshape(4, 16, 4, 16, 3)[:, 2:-2, :, 2:-2].mean(axis=(1, 3))  # away from texel edges
     np.testing.assert_allclose(blocks, expected, rtol=0.03, atol=0.01)
@@ -224,14 +223,16 @@ def test_instances_share_one_gas_and_render_as_their_flattened_copies(ctx):
     builders = load_module("test_pathtracer_host")
     instanced, flat = builders.instanced_scene(False), builders.instanced_scene(True)
     options = RenderOptions(width=48, height=48, spp=256, max_depth=4)
-    with PathTracer(ctx, instanced, options) as tracer:
-        scene = tracer.device_scene
+    with RenderPipeline(ctx, instanced, options) as pipeline:
+        scene = pipeline.device_scene
         # two spheres of one geometry, the lamp and the floor: 3 GAS under one instance structure
         assert scene.instanced and len(scene.geometries) == 3
-        a = tracer.render().astype(np.float64)
-    with PathTracer(ctx, flat, options) as tracer:
-        assert not tracer.device_scene.instanced and len(tracer.device_scene.geometries) == 1
-        b = tracer.render().astype(np.float64)
+        assert scene.hit_records == 1  # instances find their mesh from the instance id
+        a = pipeline.render().astype(np.float64)
+    with RenderPipeline(ctx, flat, options) as pipeline:
+        assert not pipeline.device_scene.instanced and len(pipeline.device_scene.geometries) == 1
+        assert pipeline.device_scene.hit_records == len(flat.meshes)  # one hit record per build input
+        b = pipeline.render().astype(np.float64)
     assert b.mean() > 0.05
     close = np.isclose(a, b, rtol=1e-3, atol=1e-4).all(axis=-1)
     assert close.mean() > 0.97, close.mean()

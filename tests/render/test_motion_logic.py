@@ -93,6 +93,8 @@ def test_pipeline_options_with_motion():
      ValueError, "dynamic and has motion keys"),
     (lambda: square(normals=np.tile([0, 0, 1.0], (4, 1)),
                     motion=MeshMotion(vertices=[square().vertices] * 2)), ValueError, "deforms and has normals"),
+    (lambda: Mesh(square().vertices, square().indices, Material(cull_back=True), motion=MeshMotion(transforms=SHIFT)),
+     ValueError, "culls its back faces and has motion keys"),
     (lambda: square(motion="fast"), TypeError, "MeshMotion or None"),
     (lambda: Scene(shutter=(1.0, 0.0)), ValueError, "closes before it opens"),
     (lambda: Scene(shutter=(0.0,)), TypeError, "two numbers"),

@@ -4,7 +4,8 @@
   Le (1 - a^D) / (1 - a) with max_depth D (Le / (1 - a) for large D): this checks the depth convention,
   that light sampling and BSDF sampling share the emission exactly once (MIS), and Russian roulette.
 * max_depth 1 shows exactly the light; max_depth 2 matches a numpy integration of direct lighting.
-* Determinism, seeds, launch splits, progressive frames through the scheduler, refits of a dynamic mesh.
+* Determinism, seeds, launch splits, progressive frames through a scheduler of one's own, refits of a dynamic
+  mesh (the pipeline's own frames, stills and stages: ``test_pipeline_gpu.py``).
 
 Noisy comparisons use standard errors estimated from the images themselves (pixels are independent), with
 a check that the estimate is small enough for the test to be able to fail.
@@ -19,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optixasync.render import PathTracer, RenderOptions
+from optixasync.io import tonemap_srgb
+from optixasync.render import RenderOptions, RenderPipeline
 from optixasync.scene import Camera, Material, Mesh, Scene, cornell_box, rectangle, sphere
 from optixasync.scheduler import FrameScheduler
 
@@ -34,9 +36,9 @@ def load_reference():
 
 
 def render(ctx, scene, **options) -> np.ndarray:
-    with PathTracer(ctx, scene, RenderOptions(**options)) as tracer:
-        image = tracer.render()
-        assert tracer.last_nonfinite == 0
+    with RenderPipeline(ctx, scene, RenderOptions(**options)) as pipeline:
+        image = pipeline.render()
+        assert pipeline.last_nonfinite == 0
     assert image.dtype == np.float32 and image.shape == (options["height"], options["width"], 3)
     return image
 
@@ -134,22 +136,23 @@ def test_two_sided_reflector_is_invisible_in_the_furnace_one_sided_back_is_black
 
 def test_same_seed_same_image_different_seed_same_mean(ctx):
     scene = cornell_box()
-    with PathTracer(ctx, scene, RenderOptions(width=48, height=48, spp=16, seed=1, samples_per_launch=4)) as tracer:
+    options = RenderOptions(width=48, height=48, spp=16, seed=1, samples_per_launch=4)
+    with RenderPipeline(ctx, scene, options) as pipeline:
         calls: list[int] = []
-        a = tracer.render(progress=calls.append)
+        a = pipeline.render(progress=calls.append)
         assert calls == [4, 8, 12, 16]
-        again = tracer.render()
-        tracer.options = RenderOptions(width=48, height=48, spp=16, seed=1, samples_per_launch=3)
-        split = tracer.render(progress=calls.append)
+        again = pipeline.render()
+        pipeline.options = RenderOptions(width=48, height=48, spp=16, seed=1, samples_per_launch=3)
+        split = pipeline.render(progress=calls.append)
         assert calls[4:] == [3, 6, 9, 12, 15, 16]
-        tracer.options = RenderOptions(width=48, height=48, spp=16, seed=1)
-        whole = tracer.render()
-        assert tracer.last_launch_ms is not None and tracer.last_launch_ms > 0
+        pipeline.options = RenderOptions(width=48, height=48, spp=16, seed=1)
+        whole = pipeline.render()
+        assert pipeline.last_launch_ms is not None and pipeline.last_launch_ms > 0
     np.testing.assert_array_equal(a, again)
     np.testing.assert_array_equal(a, split)  # the sums do not depend on how samples are split into launches
     np.testing.assert_array_equal(a, whole)
     c = render(ctx, scene, width=48, height=48, spp=16, seed=1)
-    np.testing.assert_array_equal(a, c)  # a fresh tracer, the same bits
+    np.testing.assert_array_equal(a, c)  # a fresh pipeline, the same bits
     b = render(ctx, scene, width=48, height=48, spp=16, seed=2)
     lit = a.sum(axis=2) > 0
     assert (a != b)[lit].mean() > 0.95  # independent noise (the border past the box's open front is black)
@@ -261,43 +264,47 @@ def test_progressive_frames_equal_the_offline_render(ctx):
     import cupy
 
     options = RenderOptions(width=32, height=32, spp=16, seed=3)
-    with PathTracer(ctx, cornell_box(), options) as tracer:
-        sched = FrameScheduler(ctx, 2, params_dtype=tracer.params_dtype)  # its own stream: set-up waited on the GPU
+    with RenderPipeline(ctx, cornell_box(), options) as pipeline:
+        sched = FrameScheduler(ctx, 2, params_dtype=pipeline.params_dtype)  # its own stream: set-up waited on the GPU
         results = []
         try:
             for _ in range(4):
                 with sched.frame() as f:
-                    tracer.record(f, 4)
+                    made = pipeline.record(f, 4)
+                assert sorted(made) == ["image"]  # the frame slot's buffers: the image the launch tonemapped
+                assert made["image"].shape == (32, 32, 4) and made["image"].dtype == np.uint8
                 results += sched.poll()
             results += sched.drain()
-            accum = cupy.asnumpy(tracer.accumulation)  # every frame has completed
-            assert tracer.samples_done == 16
-            offline = tracer.render(16)  # the same camera and seed, all samples in one launch
-            first = tracer.render(4)
+            accum = cupy.asnumpy(pipeline.accumulation)  # every frame has completed
+            assert pipeline.samples_done == 16
+            offline = pipeline.render(16)  # the same camera and seed, all samples in one launch
+            first = pipeline.render(4)
             with sched.frame() as f:
-                tracer.record(f, 2, readback=None)  # no readback
+                pipeline.record(f, 2, readback=None)  # no readback
             with sched.frame() as f:  # another camera restarts the accumulation
-                tracer.record(f, 2, readback="view", camera=Camera((0.2, 0.0, 3.9), (0.0, 0.0, 0.0)))
+                pipeline.record(f, 2, readback="image", camera=Camera((0.2, 0.0, 3.9), (0.0, 0.0, 0.0)))
             with pytest.raises(ValueError, match="spp"), sched.frame() as f:
-                tracer.record(f, 0)
+                pipeline.record(f, 0)
+            with pytest.raises(ValueError, match="do not make 'radiance'"), sched.frame() as f:
+                pipeline.record(f, 1, readback="radiance")  # an output this pipeline's frames do not make
             with pytest.raises(RuntimeError, match="once per frame"), sched.frame() as f:
-                tracer.record(f, 1, readback=None)
+                pipeline.record(f, 1, readback=None)
                 assert f.launched
-                tracer.record(f, 1, readback=None)  # a second launch would overwrite the frame's parameters
+                pipeline.record(f, 1, readback=None)  # a second launch would overwrite the frame's parameters
             extra = sched.drain()
-            assert tracer.samples_done == 3
+            assert pipeline.samples_done == 3
         finally:
             sched.close()
     assert [r.index for r in results] == [0, 1, 2, 3]  # in order
     for r in results:
         assert r["image"].shape == (32, 32, 4) and r["image"].dtype == np.uint8
         assert (r["image"][..., 3] == 255).all()
-    assert [sorted(r.readbacks) for r in extra] == [[], ["view"]]  # the aborted frame delivers nothing
+    assert [sorted(r.readbacks) for r in extra] == [[], ["image"]]  # the aborted frames deliver nothing
     np.testing.assert_array_equal(accum[..., :3] / np.float32(16), offline)  # bit for bit
     assert (accum[..., 3] == 0).all()  # no sample was dropped as NaN/Inf
-    tonemapped = PathTracer.tonemap(offline).astype(int)
+    tonemapped = tonemap_srgb(offline).astype(int)
     assert np.abs(results[-1]["image"][..., :3].astype(int) - tonemapped).max() <= 1  # fast pow: one code at most
-    assert np.abs(results[0]["image"][..., :3].astype(int) - PathTracer.tonemap(first).astype(int)).max() <= 1
+    assert np.abs(results[0]["image"][..., :3].astype(int) - tonemap_srgb(first).astype(int)).max() <= 1
     assert not np.array_equal(results[0]["image"], results[-1]["image"])
 
 
@@ -312,14 +319,15 @@ def test_refit_moves_the_occluder_where_predicted(ctx):
     scene = Scene([backdrop, occluder], Camera((0.0, 0.0, 3.0), (0.0, 0.0, 0.0), fov=45.0))
     w = h = 64
     moved = occluder.vertices + np.array([1.0, 0.0, 0.0], np.float32)
-    with PathTracer(ctx, scene, RenderOptions(width=w, height=h, spp=4, max_depth=1)) as tracer:
-        assert tracer.accel.options.allow_update and not tracer.accel.options.allow_compaction
-        before = tracer.render()
-        tracer.vertices(1).set(moved, stream=tracer.stream)  # ordered before the refit on the same stream
-        tracer.refit()
-        after = tracer.render()
+    with RenderPipeline(ctx, scene, RenderOptions(width=w, height=h, spp=4, max_depth=1)) as pipeline:
+        accel = pipeline.device_scene.accel
+        assert accel.options.allow_update and not accel.options.allow_compaction
+        before = pipeline.render()
+        pipeline.vertices(1).set(moved, stream=pipeline.stream)  # ordered before the refit on the same stream
+        pipeline.refit()
+        after = pipeline.render()
         with pytest.raises(IndexError):
-            tracer.vertices(2)
+            pipeline.vertices(2)
     old_in, old_out = box_masks(projected_bounds(scene.camera, occluder.vertices, w, h), w, h)
     new_in, new_out = box_masks(projected_bounds(scene.camera, moved, w, h), w, h)
     assert old_in.sum() > 50 and new_in.sum() > 50 and not (old_in & new_in).any()
@@ -335,23 +343,35 @@ def test_refit_moves_the_occluder_where_predicted(ctx):
 
 def test_bad_input_is_a_value_error_and_the_context_stays_usable(ctx):
     with pytest.raises(ValueError, match="image size"):
-        PathTracer(ctx, cornell_box(), {"width": 0})
+        RenderPipeline(ctx, cornell_box(), {"width": 0})
     with pytest.raises(ValueError, match="max_depth"):
-        PathTracer(ctx, cornell_box(), {"max_depth": 0})
+        RenderPipeline(ctx, cornell_box(), {"max_depth": 0})
     with pytest.raises(ValueError, match="finite"):
         Material(reflectance=(math.nan, 0.5, 0.5))
     with pytest.raises(ValueError, match=">= 0"):
         Material(emission=(-1.0, 0.0, 0.0))
     with pytest.raises(ValueError, match="emissive and dynamic"):
         Mesh(np.zeros((3, 3), np.float32), np.array([[0, 1, 2]], np.int32), Material(emission=(1, 1, 1)), dynamic=True)
-    with PathTracer(ctx, cornell_box(), {"width": 8, "height": 8, "spp": 2}) as tracer:
+    with pytest.raises(ValueError, match="unknown output 'depth'"):
+        RenderPipeline(ctx, cornell_box(), outputs=("image", "depth"))
+    with pytest.raises(ValueError, match="cannot write 'denoised'"):
+        RenderPipeline(ctx, cornell_box(), outputs=("denoised",))  # no stage makes it
+    with pytest.raises(ValueError, match="integrator must be one of"):
+        RenderPipeline(ctx, cornell_box(), integrator="bidirectional")
+    with pytest.raises(TypeError, match="stages must be Stage objects"):
+        RenderPipeline(ctx, cornell_box(), stages=[print])
+    with RenderPipeline(ctx, cornell_box(), {"width": 8, "height": 8, "spp": 2}) as pipeline:
         with pytest.raises(ValueError, match="no dynamic mesh"):
-            tracer.refit()
+            pipeline.refit()
         with pytest.raises(ValueError, match="spp"):
-            tracer.render(0)
+            pipeline.render(0)
         with pytest.raises(TypeError, match="spp"):
-            tracer.render(1.5)
-        image = tracer.render()
+            pipeline.render(1.5)
+        with pytest.raises(ValueError, match="count"):
+            list(pipeline.frames(-1))
+        image = pipeline.render()
     assert image.shape == (8, 8, 3) and np.isfinite(image).all() and image.max() > 0
     with pytest.raises(RuntimeError, match="closed"):
-        tracer.render()
+        pipeline.render()
+    with pytest.raises(RuntimeError, match="closed"):
+        list(pipeline.frames(1))

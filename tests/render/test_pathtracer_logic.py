@@ -28,8 +28,10 @@ from optixasync.render._layout import (
     MATERIAL_RECORD,
     MESH_ALPHA_BLEND,
     MESH_ALPHA_MASK,
+    MESH_CULL_BACK,
     MESH_EMISSIVE,
     MESH_LIGHT_SAMPLED,
+    MESH_MIRRORED,
     MESH_RECORD,
     MESH_TWO_SIDED,
     NESTED_MEMBERS,
@@ -37,7 +39,15 @@ from optixasync.render._layout import (
     SCENE_RECORD,
     STRUCT_NAMES,
 )
-from optixasync.render._params import fill_params, launch_plan, material_record, mesh_flags, mesh_records
+from optixasync.render._params import (
+    fill_params,
+    launch_plan,
+    material_record,
+    mesh_flags,
+    mesh_records,
+    place_records,
+    runs_any_hit,
+)
 from optixasync.render._path import COMPILE_OPTIONS
 from optixasync.render._source import pathtracer_source
 from optixasync.scene import (
@@ -48,11 +58,11 @@ from optixasync.scene import (
     Texture,
     TextureTransform,
     bsdf_family,
-    bsdf_index,
     cornell_box,
     rectangle,
     sphere,
 )
+from optixasync.scene._bsdf import bsdf_index
 from optixasync.scene.bsdfs._plastic_tables import PLASTIC_TABLE_SIZE
 
 
@@ -98,8 +108,8 @@ def test_struct_layouts_match_the_kernel():
     offsets = [int(v) for v in match.group(2).split(",")]
     assert int(match.group(1)) == len(expected)
     assert offsets == expected
-    assert PATH_PARAMS.itemsize == 216 and MESH_RECORD.itemsize == 144 and EMITTER_TRIANGLE.itemsize == 64
-    assert SCENE_RECORD.itemsize == 80 and PATH_PARAMS.fields["scene"][1] == 136
+    assert PATH_PARAMS.itemsize == 224 and MESH_RECORD.itemsize == 152 and EMITTER_TRIANGLE.itemsize == 64
+    assert SCENE_RECORD.itemsize == 80 and PATH_PARAMS.fields["scene"][1] == 144
 
 
 def test_layout_probe_detects_a_mismatch():
@@ -344,7 +354,6 @@ def test_tonemap_inverts_srgb_to_linear():
                                   np.repeat(codes[:, None], 3, axis=1))
     with pytest.raises(ValueError, match="last axis"):
         tonemap_srgb(np.zeros((4, 4, 4)))
-    assert RenderPipeline.tonemap(np.full((2, 2, 3), 0.5, np.float32)).shape == (2, 2, 3)
 
 
 # --- launch parameters and records ----------------------------------------------------------------------------------
@@ -374,8 +383,27 @@ def test_fill_params():
     assert (int(params["accumulate"]), int(params["seed"]), int(params["max_depth"]), int(params["rr_depth"])) == (
         1, 42, 6, 3)
     assert float(params["inv_total"]) == np.float32(1 / 16)
+    assert int(params["orthographic"]) == 0 and float(params["ray_length"]) == np.float32(1e16)  # the old tmax
     fill_params(params, options=options, camera=camera, accum=1, scene=scene, sample_offset=0, spp=8)
     assert int(params["accumulate"]) == 0 and int(params["image"]) == 0 and int(params["radiance"]) == 0
+
+
+def test_fill_params_of_an_orthographic_camera():
+    """The eye moves onto the near plane, U and V are the half extents, camera rays run zfar - znear."""
+    options = RenderOptions(width=200, height=100)
+    camera = Camera.orthographic_at((1, 2, 10), (1, 2, 0), xmag=3.0, ymag=1.5, znear=2.0, zfar=7.0)
+    params = np.zeros((), PATH_PARAMS)
+    fill_params(params, options=options, camera=camera, accum=1, scene=np.zeros((), SCENE_RECORD), sample_offset=0,
+                spp=1)
+    assert int(params["orthographic"]) == 1 and float(params["ray_length"]) == 5.0
+    np.testing.assert_allclose(params["eye"], [1, 2, 8])
+    np.testing.assert_allclose(params["cam_u"], [3, 0, 0], atol=1e-7)
+    np.testing.assert_allclose(params["cam_v"], [0, 1.5, 0], atol=1e-7)
+    np.testing.assert_allclose(params["cam_w"], [0, 0, -1])
+    # a plain (eye, U, V, W) basis is a pinhole's
+    fill_params(params, options=options, camera=None, basis=tuple(camera.basis(200, 100)), accum=1,
+                scene=np.zeros((), SCENE_RECORD), sample_offset=0, spp=1)
+    assert int(params["orthographic"]) == 0
 
 
 def test_launch_plan():
@@ -388,7 +416,7 @@ def test_mesh_records():
     scene = cornell_box()
     scene.meshes[0] = rectangle(np.eye(4), Material((0.1, 0.2, 0.3), two_sided=True), "floor")
     table = build_emitter_table(scene.meshes)
-    attributes = [(3000 + k, 0, 0) for k in range(8)]
+    attributes = [(3000 + k, 0, 0, 5000 + k) for k in range(8)]
     records = mesh_records(scene, [1000 + k for k in range(8)], [2000 + k for k in range(8)], table.offsets,
                            [4000 + k for k in range(8)], attributes)
     assert records.dtype == MESH_RECORD
@@ -397,6 +425,7 @@ def test_mesh_records():
     assert records["material"].tolist() == [4000 + k for k in range(8)]
     assert records["normals"].tolist() == [3000 + k for k in range(8)]
     assert records["uvs"].tolist() == [0] * 8
+    assert records["colors"].tolist() == [5000 + k for k in range(8)]
     assert records["flags"].tolist() == [MESH_TWO_SIDED] + [0] * 6 + [MESH_EMISSIVE | MESH_LIGHT_SAMPLED]
     assert records["emitter_offset"].tolist() == [0] * 8
 
@@ -411,6 +440,46 @@ def test_mesh_flags_of_cut_out_glass_and_textured_emitters():
     flags = [mesh_flags(Mesh(rectangle().vertices, rectangle().indices, m, uvs=uvs))
              for m in (glowing, leaf, veil, glass)]
     assert flags == [MESH_EMISSIVE, MESH_ALPHA_MASK, MESH_ALPHA_BLEND, MESH_TWO_SIDED]  # glass: both sides
+
+
+def test_the_three_sidedness_modes_and_who_runs_the_any_hit_program():
+    square = rectangle()
+    cases = {"two_sided": Material(two_sided=True), "black_back": Material(),
+             "cull_back": Material(cull_back=True)}
+    flags = {}
+    for mode, material in cases.items():
+        assert material.sidedness == mode
+        mesh = Mesh(square.vertices, square.indices, material)
+        flags[mode] = (mesh_flags(mesh), runs_any_hit(mesh))
+    assert flags == {"two_sided": (MESH_TWO_SIDED, False), "black_back": (0, False),
+                     "cull_back": (MESH_CULL_BACK, True)}  # the others keep any-hit off: the same trace as before
+    assert Material(bsdf="dielectric").sidedness == "two_sided"
+    assert runs_any_hit(Mesh(square.vertices, square.indices, Material(alpha_mode="mask")))
+    for bad, message in ((dict(two_sided=True, cull_back=True), "has no back to cull"),
+                         (dict(bsdf="dielectric", cull_back=True), "has no back to cull")):
+        with pytest.raises(ValueError, match=message):
+            Material(**bad)
+    with pytest.raises(TypeError, match="cull_back must be a bool"):
+        Material(cull_back=1)
+
+
+def test_placed_records_follow_their_transforms():
+    """place_records: an instance's to_world, its inverse transpose and its mirror bit, as mesh_records sets them."""
+    base = rectangle()
+    turn = np.array([[0, -1, 0, 1.0], [1, 0, 0, 2.0], [0, 0, 1, 3.0]])
+    meshes = [Mesh(base.vertices, base.indices, Material(), transform=np.eye(3, 4)), base,
+              Mesh(base.vertices, base.indices, Material(), transform=np.eye(3, 4))]
+    scene = Scene(meshes, Camera((0, 0, 5), (0, 0, 0)))
+    records = mesh_records(scene, [0] * 3, [0] * 3, np.zeros(3, np.uint32), [0] * 3)
+    mirror = np.diag([-2.0, 1.0, 1.0, 0.0])[:3]
+    placed = place_records(records, np.stack([turn, np.eye(3, 4) * 7, mirror]))
+    expected = mesh_records(Scene([Mesh(base.vertices, base.indices, Material(), transform=turn), base,
+                                   Mesh(base.vertices, base.indices, Material(), transform=mirror)],
+                                  scene.camera), [0] * 3, [0] * 3, np.zeros(3, np.uint32), [0] * 3)
+    for field in ("to_world", "normal_to_world", "flags"):
+        np.testing.assert_allclose(placed[field], expected[field], rtol=1e-6, err_msg=field)
+    assert placed["flags"][2] & MESH_MIRRORED and not records["flags"][2] & MESH_MIRRORED
+    np.testing.assert_array_equal(placed[1], records[1])  # in world space: not placed
 
 
 def test_material_records():
@@ -470,3 +539,41 @@ def test_reference_visibility_and_casting():
     assert blocked.tolist() == [True, False]
     lit = ref.direct_lighting(scene, [[-0.33, -1.0, -0.28], [-0.6, -1.0, 0.8]], [[0, 1, 0]] * 2, (1, 1, 1), n=4)
     assert (lit[0] == 0).all() and (lit[1] > 0).all()
+
+
+def test_placement_matrices_are_checked_before_any_gpu_work():
+    from optixasync.render._device_scene import placement_matrices
+
+    good = np.tile(np.eye(3, 4), (2, 1, 1))
+    np.testing.assert_array_equal(placement_matrices(np.tile(np.eye(4), (2, 1, 1)), 2), good)  # 4x4 rows dropped
+    for bad, match in ((np.zeros((3, 3, 4)), r"must be \(2, 3, 4\)"), (good * np.nan, "must be finite"),
+                       (np.stack([np.eye(3, 4), np.zeros((3, 4))]), "transform of mesh 1 is not invertible"),
+                       ("nope", "must be numbers")):
+        with pytest.raises(ValueError, match=match):
+            placement_matrices(bad, 2)
+
+
+def test_a_device_placement_rewrites_what_it_uploaded_in_place():
+    from types import SimpleNamespace
+
+    from optixasync.render._placement import DevicePlacement
+
+    copies = []
+
+    class Ctx:
+        def upload(self, array, stream):
+            return SimpleNamespace(data=SimpleNamespace(ptr=0x1000 + 0x100 * len(copies)), nbytes=array.nbytes,
+                                   host=array.copy())
+
+        def upload_into(self, target, array, stream):
+            copies.append((target, bytes(array), stream))
+
+    placement = DevicePlacement.__new__(DevicePlacement)
+    placement.ctx, placement.stream, placement._kept, placement._uploads = Ctx(), "setup", [], {}
+    address = placement.upload(np.arange(4, dtype=np.uint32), "records")
+    placement.rewrite(address, np.arange(4, 8, dtype=np.uint32), "frame")
+    ((target, data, stream),) = copies
+    assert target.data.ptr == address and stream == "frame"
+    assert data == np.arange(4, 8, dtype=np.uint32).tobytes()
+    with pytest.raises(ValueError, match="no table was uploaded at 0x99"):
+        placement.rewrite(0x99, np.zeros(4, np.uint32), "frame")

@@ -187,3 +187,54 @@ def test_the_scheduler_is_made_for_the_pipeline(gpu):
     assert isinstance(sched, FakeScheduler) and sched is p.scheduler
     assert (sched.n, sched.params_dtype, sched.stream, sched.options) == (3, p.params_dtype, "stream",
                                                                           {"keep_results": False})
+
+
+def test_frames_without_the_stages_read_back_what_they_make_by_default(gpu):
+    """A pipeline reading back a stage's output: its stage-less frames read back the rest, not an error."""
+    p = pipeline(outputs=("image", "denoised"), stages=[Recorder("radiance", "denoised")])
+    assert set(p.readback) == {"image", "denoised"}
+    with p.scheduler.frame() as frame:
+        p.record(frame, 1, stages=False)
+    assert set(frame.readbacks) == {"image"}
+    results = list(p.frames(2, stages=False))  # with the frame above, which completes among them
+    assert [r.index for r in results] == [0, 1, 2] and all(set(r.readbacks) == {"image"} for r in results)
+
+
+def test_frames_check_their_arguments_and_the_pipeline_before_the_first_frame(gpu):
+    p = pipeline()
+    with pytest.raises(ValueError, match="spp"):
+        p.frames(3, 0)  # at the call, not inside the first frame
+    with pytest.raises(TypeError, match="update must be callable"):
+        p.frames(3, update="swing")
+    assert p.scheduler.frames == []
+    p.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        p.frames(1)
+
+
+class Refuser(Recorder):
+    def prepare(self, frame, shape) -> None:
+        raise ValueError(f"refused a frame of {shape}")
+
+
+def test_a_stage_that_refuses_a_frame_refuses_it_before_the_launch(gpu):
+    p = pipeline(stages=[Refuser()])
+    with p.scheduler.frame() as frame, pytest.raises(ValueError, match=r"refused a frame of \(6, 8\)"):
+        p.record(frame, 2)
+    assert frame.launches == [] and p.samples_done == 0  # no launch, no samples counted
+    with pytest.raises(ValueError, match="refused"):
+        p.still(2)
+    assert all(f.launches == [] for f in p.scheduler.frames)
+
+
+def test_written_images_are_numbered_from_the_first_frame_they_are_handed(gpu, tmp_path):
+    from optixasync.render import WriteImages
+
+    writer = WriteImages(tmp_path / "out.png")
+    p = pipeline(stages=[writer])
+    p.render(1)  # a still first: its frame takes a scheduler index, not a file number
+    for result in p.frames(3, update=lambda *args: None):
+        result.release()
+    p.close()
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["out_0000.png", "out_0001.png", "out_0002.png"]
+    assert writer.written == 3

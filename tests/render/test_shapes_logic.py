@@ -29,6 +29,7 @@ from optixasync.render._shape_accel import hit_kinds, shape_instances, shape_pip
 from optixasync.render._source import pathtracer_source
 from optixasync.render._tables import SceneTables, scene_radius
 from optixasync.scene import (
+    Camera,
     Curves,
     Environment,
     Material,
@@ -161,6 +162,7 @@ def test_the_pipeline_intersects_the_scene_kinds():
     (lambda: Spheres(np.zeros((2, 3)), 0.1, material=[Material(), Material()]), "no material_ids"),
     (lambda: Spheres(np.zeros((2, 3)), 0.1, material=[Material()], material_ids=[0, 1]), "material_ids span"),
     (lambda: Spheres(np.zeros((2, 3)), 0.1, material=Material(opacity=0.5, alpha_mode="blend")), "opaque"),
+    (lambda: Curves(np.zeros((4, 3)), 0.1, material=Material(cull_back=True)), "cull_back culls mesh triangles"),
     (lambda: Spheres(np.zeros((2, 3)), 0.1, material=[]), "empty sequence of materials"),
     (lambda: Curves(np.zeros((3, 3)), 0.1), "too few for a 'cubic_bspline' segment, which reads 4"),
     (lambda: Curves(np.zeros((1, 3)), 0.1, kind="linear"), "reads 2"),
@@ -374,3 +376,28 @@ def test_custom_shapes_get_a_gas_of_boxes_and_a_record_of_their_type(fake_ctx):
     build = fake_ctx.api.builds[-1]["inputs"][0]
     assert build.type == t.BuildInputType.CUSTOM_PRIMITIVES
     assert np.array_equal(fake_ctx.uploaded[build.customPrimitiveArray.aabbBuffers[0]], disks.boxes)
+
+
+def test_placing_a_scene_with_shapes_moves_its_placed_meshes_only():
+    """A node animation's ``place`` over a scene that shapes make instanced (the real device scene over the stub):
+    the mesh with a transform moves, in its record and its instance; the world-space mesh and the shapes stay."""
+    from graph_rig import StubCuda
+
+    from optixasync.render._device_scene import DeviceScene
+
+    placed = rectangle(np.eye(4), Material())
+    placed.transform = np.eye(3, 4)
+    scene = Scene([placed, rectangle(np.eye(4), Material())], Camera((0, 0, 3), (0, 0, 0)),
+                  environment=Environment(radiance=(1, 1, 1)), shapes=[cloud(2)])
+    shift, ignored = np.eye(3, 4), np.eye(3, 4)
+    shift[0, 3], ignored[1, 3] = 0.5, 2.0
+    with StubCuda() as cuda:
+        ctx = cuda.context()
+        device = DeviceScene(ctx, scene, ctx.stream)
+        before = [np.array(i.transform) for i in device.accel.instances]
+        device.place(np.stack([shift, ignored]), device.stream)
+        after = [np.array(i.transform) for i in device.accel.instances]
+        assert len(after) == 3 and np.allclose(after[0], shift)
+        assert np.array_equal(after[1], before[1]) and np.array_equal(after[2], before[2])  # world space, spheres
+        assert np.allclose(device.tables.mesh_records["to_world"][0], shift.reshape(-1))
+        device.close()

@@ -67,12 +67,12 @@ def outline(mask: np.ndarray) -> np.ndarray:
 
 
 def render(ctx, mesh) -> np.ndarray:
-    from optixasync.render import PathTracer, RenderOptions
+    from optixasync.render import RenderOptions, RenderPipeline
 
     scene = Scene(meshes=[mesh], camera=camera())
     options = RenderOptions(width=WIDTH, height=HEIGHT, spp=4, max_depth=1, seed=3)
-    with PathTracer(ctx, scene, options) as tracer:
-        image = tracer.render()
+    with RenderPipeline(ctx, scene, options) as pipeline:
+        image = pipeline.render()
     assert image.shape == (HEIGHT, WIDTH, 3) and image.dtype == np.float32
     return image
 

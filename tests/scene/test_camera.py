@@ -97,3 +97,51 @@ def test_bad_camera(kwargs, match):
 def test_bad_image_size():
     with pytest.raises(ValueError, match="positive"):
         Camera((0, 0, 1), (0, 0, 0)).basis(0, 10)
+
+
+# -- the orthographic camera ---------------------------------------------------------------------------------------
+def test_orthographic_basis_rays_and_projection():
+    cam = Camera.orthographic_at((1, 2, 10), (1, 2, 0), xmag=3.0, ymag=1.5, znear=2.0, zfar=7.0)
+    assert cam.orthographic and cam.projection == "orthographic"
+    basis = cam.basis(40, 20)
+    eye, u, v, w = basis
+    assert basis.orthographic and basis.ray_length == 5.0
+    np.testing.assert_allclose(eye, [1, 2, 8])  # on the near plane
+    np.testing.assert_allclose(u, [3, 0, 0], atol=1e-15)  # the half width, whatever the image's aspect
+    np.testing.assert_allclose(v, [0, 1.5, 0], atol=1e-15)
+    pixels = [[0, 0], [20, 10], [40, 20]]
+    np.testing.assert_allclose(cam.ray_directions(pixels, 40, 20), [[0, 0, -1]] * 3)
+    np.testing.assert_allclose(cam.ray_origins(pixels, 40, 20), [[-2, 3.5, 8], [1, 2, 8], [4, 0.5, 8]])
+    np.testing.assert_allclose(cam.project([[-2, 3.5, 5], [1, 2, 3.5]], 40, 20), [[0, 0], [20, 10]])
+    # before the near plane or past the far one: not seen
+    assert np.isnan(cam.project([[1, 2, 9], [1, 2, 0.5]], 40, 20)).all()
+    # a pinhole's rays all leave the eye
+    np.testing.assert_allclose(Camera((0, 0, 1), (0, 0, 0)).ray_origins(pixels, 40, 20), [[0, 0, 1]] * 3)
+    assert not Camera((0, 0, 1), (0, 0, 0)).basis(4, 4).orthographic
+
+
+def test_an_orthographic_camera_from_a_matrix_and_pickled():
+    import pickle
+
+    m = np.eye(4)
+    m[:3, 3] = [0, 0, 5]
+    cam = Camera.from_matrix(m, xmag=2, ymag=1, znear=0.5, zfar=math.inf)
+    assert (cam.projection, cam.xmag, cam.ymag, cam.znear, cam.zfar) == ("orthographic", 2.0, 1.0, 0.5, math.inf)
+    assert cam.basis(8, 4).ray_length == 1e16  # no far plane: the kernel's longest ray
+    assert pickle.loads(pickle.dumps(cam)) == cam
+    basis = pickle.loads(pickle.dumps(cam.basis(8, 4)))
+    assert basis.orthographic and len(basis) == 4
+
+
+@pytest.mark.parametrize("fields, match", [
+    (dict(projection="fisheye"), "projection must be one of"),
+    (dict(projection="orthographic", xmag=0.0), "xmag must be a finite number > 0"),
+    (dict(projection="orthographic", ymag=-1.0), "ymag must be a finite number > 0"),
+    (dict(projection="orthographic", znear=3.0, zfar=2.0), "0 <= znear < zfar"),
+    (dict(projection="orthographic", znear=-1.0), "0 <= znear < zfar"),
+    (dict(projection="orthographic", xmag="2"), "xmag must be a number"),
+    (dict(znear=1.0), "a perspective camera takes fov"),
+])
+def test_bad_orthographic_cameras_are_refused(fields, match):
+    with pytest.raises(ValueError, match=match):
+        Camera((0, 0, 1), (0, 0, 0), **fields)

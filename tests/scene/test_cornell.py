@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optixasync.scene import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_TRANSFORMS, cornell_box
+from optixasync.scene import cornell_box
+from optixasync.scene.demo import CORNELL_COLORS, CORNELL_LIGHT_RADIANCE, CORNELL_TRANSFORMS
 
 WALLS = ["floor", "ceiling", "back", "green_wall", "red_wall"]
 

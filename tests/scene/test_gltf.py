@@ -279,6 +279,18 @@ def test_glb_embedded_image_and_default_material(tmp_path):
     default = plain.material  # glTF's default: white, metallic 1, roughness 1
     assert default.bsdf == "metallic_roughness" and default.reflectance == (1.0, 1.0, 1.0)
     assert default.metallic == 1.0 and default.roughness == 1.0 and default.two_sided is False
+    assert default.sidedness == "cull_back"  # glTF's default material is single-sided: its back faces are culled
+
+
+def test_double_sided_and_single_sided_materials_map_to_two_of_the_three_modes(tmp_path):
+    """doubleSided true: both sides reflect; false (glTF's default): the back is culled, never black."""
+    g = Gltf()
+    one = g.add("materials", {"name": "one", "doubleSided": False})
+    two = g.add("materials", {"name": "two", "doubleSided": True})
+    implied = g.add("materials", {"name": "implied"})
+    g.scene(*(g.node(mesh=g.mesh(TRIANGLE, material=m)) for m in (one, two, implied)))
+    modes = [mesh.material.sidedness for mesh in load_gltf(g.write_glb(tmp_path / "sides.glb")).meshes]
+    assert modes == ["cull_back", "two_sided", "cull_back"]
 
 
 def test_transmission_and_ior_make_a_dielectric(tmp_path):
@@ -358,7 +370,7 @@ def test_used_unsupported_extensions_warn_with_fallback(tmp_path):
         load_gltf(g.write_glb(tmp_path / "used.glb"))
     messages = [str(w.message) for w in record]
     assert any("KHR_materials_clearcoat is not supported: ignored, the base material is used" in m for m in messages)
-    assert any("KHR_lights_punctual is not supported" in m for m in messages)
+    assert not any("KHR_lights_punctual" in m for m in messages)  # implemented: its lights are the scene's
     assert not any("KHR_texture_transform" in m for m in messages)
 
 

@@ -12,7 +12,17 @@ import warnings
 import numpy as np
 import pytest
 
-from optixasync.scene import GltfAnimation, GltfLight, Mesh, load_gltf, read_gltf
+from optixasync.scene import (
+    WATTS_PER_LUMEN,
+    DirectionalLight,
+    GltfAnimation,
+    GltfLight,
+    Mesh,
+    PointLight,
+    SpotLight,
+    load_gltf,
+    read_gltf,
+)
 from optixasync.testing import GltfBuilder
 
 TRIANGLE = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
@@ -101,8 +111,9 @@ def test_point_spot_and_directional_lights_with_their_world_transforms(tmp_path)
                                           light_node(1, translation=[0, 5, 0], rotation=turn),
                                           light_node(2, rotation=quaternion([1, 0, 0], -math.pi / 2)),
                                           light_node(3)])
-    with pytest.warns(UserWarning, match="KHR_lights_punctual is not supported: its lights are read"):
+    with pytest.warns(UserWarning, match=r"light 0 \('bulb'\) has range 12.0: not applied") as record:
         asset = read_gltf(path)
+    assert len(record) == 1  # once per file: the directional light's range is not one
     point, spot, sun, default = asset.lights
     assert all(isinstance(light, GltfLight) for light in asset.lights)
     assert (point.type, point.name, point.color, point.intensity, point.range) == ("point", "bulb",
@@ -117,6 +128,24 @@ def test_point_spot_and_directional_lights_with_their_world_transforms(tmp_path)
     np.testing.assert_allclose(sun.direction, [0, -1, 0], atol=1e-12)  # -z turned down by -90 degrees about x
     assert (default.intensity, default.inner_cone_angle, default.outer_cone_angle) == (1.0, 0.0, math.pi / 4)
     assert asset.json["extensions"]["KHR_lights_punctual"]["lights"][0]["name"] == "bulb"  # the JSON stays
+    # The scene's lights: colour * intensity / 683 (candela -> W/sr, lux -> W/m^2), placed by their nodes.
+    bulb, cone, distant, plain = asset.to_scene().lights
+    assert isinstance(bulb, PointLight) and isinstance(cone, SpotLight) and isinstance(distant, DirectionalLight)
+    np.testing.assert_allclose(bulb.intensity, np.array([1.0, 0.5, 0.25]) * 40.0 / 683.0, rtol=1e-12)
+    np.testing.assert_allclose(bulb.position, [1, 2, 3])
+    np.testing.assert_allclose(cone.intensity, [500.0 / 683.0] * 3, rtol=1e-12)
+    assert (cone.inner_angle, cone.outer_angle) == (0.2, 0.6)
+    np.testing.assert_allclose(cone.direction, [-1, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(distant.irradiance, [3.0 / 683.0] * 3, rtol=1e-12)
+    np.testing.assert_allclose(distant.direction, [0, -1, 0], atol=1e-12)
+    assert (plain.inner_angle, plain.outer_angle) == (0.0, math.pi / 4)
+    assert WATTS_PER_LUMEN == 1.0 / 683.0
+    # light_scale=1 reads candela and lux as the renderer's units (a viewer's exposure 1)
+    with pytest.warns(UserWarning, match="has range"):
+        raw = load_gltf(path, light_scale=1.0).lights
+    np.testing.assert_allclose(raw[0].intensity, [40.0, 20.0, 10.0])
+    with pytest.raises(ValueError, match="light scale must be a finite number >= 0"):
+        asset.scene_lights(-1.0)
 
 
 def test_a_light_under_a_parent_uses_the_world_matrix(tmp_path):
@@ -153,31 +182,38 @@ def test_a_light_index_out_of_range(tmp_path):
 # -- cameras -------------------------------------------------------------------------------------------------------
 
 
-def test_an_orthographic_camera_is_kept_with_its_data(tmp_path):
+def test_an_orthographic_camera_becomes_a_camera_with_its_data(tmp_path):
     g = GltfBuilder()
     g.add("cameras", {"type": "orthographic", "name": "plan",
                       "orthographic": {"xmag": 2.5, "ymag": 1.5, "znear": 0.01, "zfar": 100.0}})
     g.add("cameras", {"type": "perspective", "perspective": {"yfov": 0.7, "znear": 0.1, "zfar": 50.0}})
-    g.scene(g.node(mesh=g.mesh(TRIANGLE)), g.node(camera=0, translation=[0, 0, 5]), g.node(camera=1))
+    g.add("cameras", {"type": "orthographic", "orthographic": {"xmag": -2.0, "ymag": 1.0, "znear": 0, "zfar": 9}})
+    g.scene(g.node(mesh=g.mesh(TRIANGLE)), g.node(camera=0, translation=[0, 0, 5]), g.node(camera=1),
+            g.node(camera=2))
     path = g.write_glb(tmp_path / "cams.glb")
-    with pytest.warns(UserWarning, match="camera 0 \\('plan'\\) is orthographic: its data is kept") as record:
+    with pytest.warns(UserWarning, match="camera 2 .* negative xmag or ymag .* their magnitudes are used") as record:
         asset = read_gltf(path)
     assert len(record) == 1
-    ortho, persp = asset.cameras
+    ortho, persp, mirrored = asset.cameras
     assert (ortho.projection, ortho.xmag, ortho.ymag, ortho.znear, ortho.zfar) == ("orthographic", 2.5, 1.5, 0.01,
                                                                                     100.0)
-    assert ortho.camera is None and ortho.yfov is None
+    assert ortho.yfov is None and ortho.placement == 1
+    camera = ortho.camera
+    assert (camera.projection, camera.xmag, camera.ymag, camera.znear, camera.zfar) == ("orthographic", 2.5, 1.5,
+                                                                                        0.01, 100.0)
+    np.testing.assert_allclose(camera.eye, [0, 0, 5])
+    np.testing.assert_allclose(camera.target, [0, 0, 4])  # looking down its node's -z
     np.testing.assert_allclose(ortho.matrix[:3, 3], [0, 0, 5])
     assert (persp.projection, persp.znear, persp.zfar, persp.xmag) == ("perspective", 0.1, 50.0, None)
+    assert (mirrored.camera.xmag, mirrored.xmag) == (2.0, -2.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        scene = load_gltf(path)  # the file loads: the perspective camera is the default
-        assert scene.camera.fov == pytest.approx(math.degrees(0.7))
-        with pytest.raises(ValueError, match="is orthographic; the renderer shows only perspective cameras"):
-            load_gltf(path, camera="plan")
+        assert load_gltf(path).camera == camera  # the first camera node, whatever its projection
+        assert load_gltf(path, camera=1).camera.fov == pytest.approx(math.degrees(0.7))
+        assert load_gltf(path, camera="plan").camera.orthographic
 
 
-@pytest.mark.parametrize("params, match", [({"xmag": 0, "ymag": 1, "znear": 0, "zfar": 1}, "must not be zero"),
+@pytest.mark.parametrize("params, match", [({"xmag": 0, "ymag": 1, "znear": 0, "zfar": 1}, "finite and not zero"),
                                            ({"xmag": 1, "ymag": 1, "znear": 2, "zfar": 1}, "0 <= znear < zfar")])
 def test_bad_orthographic_cameras(tmp_path, params, match):
     g = GltfBuilder()
@@ -204,8 +240,7 @@ def animated(tmp_path, channels, *, node=None, parent=None):
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         asset = read_gltf(g.write_glb(tmp_path / "anim.glb"))
-    assert [str(w.message).split(": ", 1)[1] for w in record] == [
-        "1 animation(s) read (GltfAsset.animations and GltfAsset.pose) but not played: the static pose is rendered"]
+    assert not record  # animations play now (GltfAsset.animated_scene): nothing to warn about
     return asset, target
 
 
@@ -290,7 +325,7 @@ def test_skins_morph_targets_and_weight_channels_warn_once(tmp_path):
     with pytest.warns(UserWarning) as record:
         asset = read_gltf(g.write_glb(tmp_path / "skinned.glb"))
     messages = [str(w.message) for w in record]
-    for topic in ("skins are ignored", "morph targets (first on", "morph target weights: ignored"):
+    for topic in ("skins are not supported", "morph targets (first on", "morph target weights: ignored"):
         assert sum(topic in m for m in messages) == 1, (topic, messages)
     assert asset.animations[0].channels == ()
     assert len(asset.instances) == 4

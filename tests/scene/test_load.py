@@ -14,7 +14,6 @@ from optixasync.errors import MissingExtraError
 from optixasync.scene import (
     MESH_SUFFIXES,
     Material,
-    check_mesh_path,
     cornell_box,
     cornell_room,
     fit_matrix,
@@ -22,6 +21,7 @@ from optixasync.scene import (
     load_into_cornell_box,
     load_mesh,
 )
+from optixasync.scene._load import check_mesh_path
 from optixasync.validation import as_affine
 
 trimesh = pytest.importorskip("trimesh", reason="trimesh (the 'mesh' extra) is needed to read mesh files")

@@ -5,16 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optixasync.scene import (
-    SUN_DIRECTION,
-    Environment,
-    Scene,
-    bumps_normal_map,
-    checker_texture,
-    leaf_texture,
-    material_environment,
-    material_scene,
-)
+from optixasync.scene import Environment, Scene, material_scene
+from optixasync.scene.demo import SUN_DIRECTION, bumps_normal_map, checker_texture, leaf_texture, material_environment
 
 
 @pytest.fixture(scope="module")

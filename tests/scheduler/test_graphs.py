@@ -67,6 +67,20 @@ class Rig:
         return [s.graph_reason for s in self.sched.stats.frames]
 
 
+def test_optix_launches_the_driver_cannot_replay_run_eagerly_with_the_reason(cuda):
+    from optixasync.program._pipeline import LAUNCH_NOT_REPLAYABLE
+
+    rig = Rig(cuda)
+    rig.ctx.api.launches_replay = False  # as the real driver's: a launch inside a capture is refused
+    for k in range(8):
+        rig.frame(k)
+    assert rig.modes() == ["eager"] * 8
+    assert rig.reasons()[2:] == [LAUNCH_NOT_REPLAYABLE] * 6  # each slot tried once, then stays eager
+    assert rig.calls == 8 + 2  # every frame ran its work; the two refused captures ran it once more each
+    launches = [entry for entry in cuda.calls if entry[0] == "optixLaunch"]
+    assert len(launches) == 8  # no launch was lost or doubled by the refused captures
+
+
 def test_a_slot_runs_eagerly_once_captures_then_replays(cuda):
     rig = Rig(cuda)
     for k in range(8):

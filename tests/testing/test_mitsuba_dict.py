@@ -26,11 +26,11 @@ from optixasync.scene import (
     Scene,
     Texture,
     TextureTransform,
-    leaf_quad,
     material_scene,
     rectangle,
     sphere,
 )
+from optixasync.scene.demo import leaf_quad
 from optixasync.testing import MissingMitsubaError, import_mitsuba, mitsuba_scene_dict
 
 # The converter's parts: tested one by one, they have no public door.

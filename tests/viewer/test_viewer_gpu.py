@@ -1,4 +1,5 @@
-"""The viewer with the GPU path tracer as its source, driven by the protocol client (no browser on a GPU host)."""
+"""The viewer with the GPU path tracer as its source (a render pipeline), driven by the protocol client (no browser
+on a GPU host)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ pytest.importorskip("aiohttp", reason="the viewer server needs aiohttp (pip inst
 @pytest.fixture()
 def gpu_viewer(ctx):
     from optixasync.scene import cornell_box
-    from optixasync.viewer import Viewer
-    from optixasync.viewer._gpu import PathTracerSource
+    from optixasync.viewer import PathTracerSource, Viewer
 
     source = PathTracerSource(cornell_box(), 256, 192, ctx=ctx)
     with Viewer(source, port=0) as viewer:
@@ -46,6 +46,10 @@ def test_path_traced_frames_reach_the_client_and_follow_the_camera(gpu_viewer, r
                 reply = await client.settings(denoise=denoise)
                 frame = await client.wait_for_camera(reply["camera_id"], timeout=30)
                 assert frame.header["stats"]["denoise"] is (denoise and source.denoise_available)
+            # another size: a pipeline of its own (the old one closed), frames of the new size
+            reply = await client.settings(width=128, height=96)
+            resized = await client.wait_for_camera(reply["camera_id"], timeout=60)
+            assert resized.decode().shape == (96, 128, 3) and resized.frame_id > frame.frame_id
 
     run_async(scenario())
     assert source.loops > 15 and source.published > 15

@@ -1,4 +1,5 @@
-// A module with one payload type (tests/program/test_programming_model_gpu.py): every program declares it.
+// A module with one payload type (tests/program/test_programming_model_gpu.py): the hit and miss programs declare
+// it (optixSetPayloadTypes is refused in a raygen, which names the type at each trace instead).
 #include "optixasync_device.h"
 
 struct Params {
@@ -16,7 +17,6 @@ struct Params {
 extern "C" __constant__ Params params;
 
 OA_PROGRAM __raygen__typed() {
-    oa::set_payload_types(oa::PAYLOAD_TYPE_ID_0);
     const uint3 idx = oa::launch_index();
     const float u = (idx.x + 0.5f) / params.width, v = (idx.y + 0.5f) / params.height;
     const float3 origin = make_float3(params.view_min.x + u * (params.view_max.x - params.view_min.x),
