@@ -67,7 +67,9 @@ class FakeDeviceScene:
         self.scene, self.stream = scene, stream
         self.record = np.zeros((), SCENE_RECORD)
         self.hit_records = len(scene.meshes)
+        self.hit_kinds = ("triangle",) * len(scene.meshes)
         self.instanced = bool(scene.instanced)
+        self.moving = bool(scene.moving)
         self.ready = FakeReadiness()
         self.accel = SimpleNamespace(ready=SimpleNamespace(event=None))
         self.refits: list = []

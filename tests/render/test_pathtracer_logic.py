@@ -108,8 +108,8 @@ def test_struct_layouts_match_the_kernel():
     offsets = [int(v) for v in match.group(2).split(",")]
     assert int(match.group(1)) == len(expected)
     assert offsets == expected
-    assert PATH_PARAMS.itemsize == 200 and MESH_RECORD.itemsize == 152 and EMITTER_TRIANGLE.itemsize == 64
-    assert SCENE_RECORD.itemsize == 56 and PATH_PARAMS.fields["scene"][1] == 144
+    assert PATH_PARAMS.itemsize == 224 and MESH_RECORD.itemsize == 152 and EMITTER_TRIANGLE.itemsize == 64
+    assert SCENE_RECORD.itemsize == 80 and PATH_PARAMS.fields["scene"][1] == 144
 
 
 def test_layout_probe_detects_a_mismatch():
