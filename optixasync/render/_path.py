@@ -134,7 +134,8 @@ class PathIntegrator(Integrator):
         ValueError
             If the launch's outputs are not a compiled variant.
         """
-        prepared = self.prepare(frame.params if params is None else params, launch)
+        # A block of its own (a still's launch) is filled whole and not remembered: it is never filled again.
+        prepared = self._prepare(frame.params if params is None else params, launch, remember=params is None)
         frame.launch(prepared.pipeline, prepared.sbt, prepared.width, prepared.height, params=params)
 
     def prepare(self, params: Any, launch: Launch) -> PreparedLaunch:
@@ -147,12 +148,19 @@ class PathIntegrator(Integrator):
         ValueError
             If the launch's outputs are not a compiled variant.
         """
+        return self._prepare(params, launch, remember=True)
+
+    def _prepare(self, params: Any, launch: Launch, remember: bool) -> PreparedLaunch:
+        """:meth:`prepare`; ``remember``: whether the block may be filled again (a frame slot's)."""
         mask = output_mask(launch.outputs)
         variant = self.variants.get(mask)
         if variant is None:
             raise ValueError(f"the path integrator was not compiled for the outputs {sorted(launch.outputs)} "
                              f"(variants: {sorted(self.variants)})")
         _raygen, pipeline, sbt = variant
+        if not remember:
+            self._fill(params, launch)
+            return PreparedLaunch(pipeline, sbt, launch.options.width, launch.options.height)
         static = (pipeline, launch.options, launch.basis, launch.accum, launch.sums, *launch.outputs.values())
         scene = launch.scene.tobytes()
         refill = self._refill
@@ -175,6 +183,7 @@ class PathIntegrator(Integrator):
 
     def close(self) -> None:
         """Destroy the pipelines, SBTs and program groups, then the module (the caller waited for its launches)."""
+        self._refill.clear()
         for raygen, pipeline, sbt in self.variants.values():
             sbt.close()
             pipeline.close()
