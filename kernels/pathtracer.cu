@@ -16,6 +16,10 @@
 //   film.h            which samples are kept, sRGB encoding
 //   texture.h         material textures (CUDA texture objects, UV transforms)
 //   surface.h         the hit's normals, UVs and shading frame; its material's colour, emission and opacity
+//   hit.h             the surface a ray hit, by primitive: triangles (hit_surface.h), and with OA_SHAPES
+//                     spheres (hit_sphere.h) and round curves (hit_curve.h), whose records are in shapes.h, with
+//                     OA_CUSTOM custom primitives (hit_custom.h, custom_<name>.h); with OA_MOTION moving
+//                     triangles at the ray's time (motion.h)
 //   environment.h     light from infinitely far away: lookup, importance sampling, pdf
 //   integrator.h      trace_path: the path loop (depth convention, NEE + MIS, Russian roulette)
 //   views.h           a batch's views (pinhole intrinsics, orthographic, the Camera) and their projections
@@ -169,6 +173,43 @@ OA_PROGRAM __anyhit__cutout() {
         if (u >= opacity) oa::ignore_intersection();
     }
 }
+
+#ifdef OA_SHAPES
+// Spheres and curves (a program generated for a scene with shapes): one GAS per kind, each shape one build input,
+// each GAS one instance whose id is the table index of its first shape (shapes.h). They carry no any-hit program.
+OA_PROGRAM __closesthit__sphere() {
+    oa::set_payload<0>(__float_as_uint(oa::ray_tmax()));
+    oa::set_payload<1>(oa::primitive_index());
+    oa::set_payload<2>(SHAPE_HIT | (oa::instance_id() + oa::sbt_gas_index()));
+}
+
+OA_PROGRAM __closesthit__curve() {
+    oa::set_payload<0>(__float_as_uint(oa::ray_tmax()));
+    oa::set_payload<1>(oa::primitive_index());
+    oa::set_payload<2>(SHAPE_HIT | (oa::instance_id() + oa::sbt_gas_index()));
+    oa::set_payload<3>(__float_as_uint(oa::curve_parameter()));
+}
+#endif
+
+#ifdef OA_CUSTOM
+// Custom primitives (a program generated for a scene with them): their GAS holds one build input per shape, like
+// those of spheres; the intersection program asks the primitive's type (the generated custom_intersect).
+OA_PROGRAM __intersection__custom() {
+    const ShapeRecord& shape = params.scene.shapes[oa::instance_id() + oa::sbt_gas_index()];
+    const unsigned int prim = oa::primitive_index();
+    float t;
+    if (pt::custom_intersect(shape.custom_type, pt::custom_data(shape, prim), oa::object_ray_origin(),
+                             oa::object_ray_direction(), oa::ray_tmin(), oa::ray_tmax(), t)) {
+        oa::report_intersection(t, 0u);
+    }
+}
+
+OA_PROGRAM __closesthit__custom() {
+    oa::set_payload<0>(__float_as_uint(oa::ray_tmax()));
+    oa::set_payload<1>(oa::primitive_index());
+    oa::set_payload<2>(SHAPE_HIT | (oa::instance_id() + oa::sbt_gas_index()));
+}
+#endif
 
 OA_PROGRAM __miss__radiance() { oa::set_payload<2>(pt::NO_HIT); }
 

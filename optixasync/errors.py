@@ -37,6 +37,7 @@ __all__ = [
     "SchedulerLostError",
     "LoadLimitError",
     "AssetPathError",
+    "ShapeError",
 ]
 
 
@@ -259,6 +260,15 @@ class AssetPathError(OptixAsyncError, ValueError):
 
     def __reduce__(self):
         return (type(self), (self.file, self.element, self.reference, self.reason))
+
+
+class ShapeError(OptixAsyncError, ValueError):
+    """Spheres, curves or custom primitives given to a scene are malformed; raised before any GPU work.
+
+    A ``ValueError``: a NaN or negative radius, a curve kind the path tracer does not draw, a strand with fewer
+    control points than one segment of its kind reads, a segment index past the control points, a material id
+    past the materials, colours of the wrong shape. The message names the shape and what to change.
+    """
 
 
 class _StatusError(OptixAsyncError):

@@ -46,6 +46,7 @@ SCRIPTS = [
     "benchmarks/bench_compile.py",
     "benchmarks/bench_pathtracer.py",
     "benchmarks/bench_pipeline.py",
+    "benchmarks/bench_primitives.py",
     "benchmarks/bench_startup.py",
     "benchmarks/bench_longrun.py",
     "benchmarks/bench_views.py",

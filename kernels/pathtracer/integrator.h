@@ -25,6 +25,7 @@
 #include "pathtracer/bsdf.h"
 #include "pathtracer/environment.h"
 #include "pathtracer/geometry.h"
+#include "pathtracer/hit.h"
 #include "pathtracer/light_dispatch.h"
 #include "pathtracer/lights.h"
 #include "pathtracer/random.h"
@@ -36,6 +37,7 @@ namespace pt {
 
 // Payload of a radiance ray: [0] the hit distance (float bits), [1] the primitive index, [2] the build input
 // (= mesh index), or NO_HIT, which the miss program writes, [3] and [4] the barycentrics b1 and b2 (float bits).
+// On spheres and curves (shapes.h), [2] is SHAPE_HIT | the shape's index and [3] a curve's parameter u.
 constexpr unsigned int NO_HIT = 0xFFFFFFFFu;
 
 // What the camera ray found, for the denoiser's guides: the albedo of the surface and its normal facing the
@@ -53,9 +55,10 @@ __forceinline__ __device__ float3 clamp01(float3 a) {
 // Whether a ray from `start` towards `direction` reaches `distance` (infinity for the environment) unblocked.
 // Shadow rays run the any-hit program of cut-out surfaces and no closest-hit program; only their miss
 // program (miss index 1) marks them visible.
-__forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, float3 direction, float distance) {
+__forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, float3 direction, float distance,
+                                           float time) {
     unsigned int visible[1] = {0u};
-    oa::trace(S.handle, start, direction, 0.0f, distance, 0.0f, 0xFFu,
+    oa::trace(S.handle, start, direction, 0.0f, distance, time, 0xFFu,
               oa::RAY_FLAG_TERMINATE_ON_FIRST_HIT | oa::RAY_FLAG_DISABLE_CLOSESTHIT, 0u, 1u, 1u, visible);
     return visible[0] != 0u;
 }
@@ -65,34 +68,38 @@ __forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, f
 // of a single scene in world space (the first hit for the denoiser's guides); a batch of views has its own
 // (view_path.h: counted rays, worlds, the G-buffer sample). A policy provides
 //
-//   void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int depth, float tmax,
-//              unsigned int (&hit)[5])   a ray over [0, tmax] (tmax: a camera's far plane for depth 1, else 1e16)
-//   bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance)   unblocked, see unoccluded
+//   void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int depth, float tmax, float time,
+//              unsigned int (&hit)[5])   a ray over [0, tmax] at `time` (the path's time of the shutter; tmax: a
+//                                         camera's far plane for depth 1, else 1e16)
+//   bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance, float time)
+//                                         unblocked at `time`, see unoccluded
 //   float3 light_point(float3 point)        the shading point as the light sources see it
 //   void missed(unsigned int depth, float3 direction)
-//   void found(unsigned int depth, float t, unsigned int prim, unsigned int index, const MeshRecord& mesh,
-//              const MaterialRecord& material, const Triangle& tri, float b1, float b2, const SurfacePoint& sp,
-//              float3 direction)   a surface reached at `depth` (index: the mesh record's, hit[2])
+//   void found(unsigned int depth, float t, const unsigned int (&hit)[5], const HitSurface& h, float3 direction)
+//                                         a surface reached at `depth`: the payload (hit[1] the primitive, hit[2] the
+//                                         record index, hit[3] and hit[4] the barycentrics) and its surface (hit.h)
 template <bool kFirst>
 struct FirstHitHooks {
     FirstHit& first;  // a reference, not a pointer that may be null: that made the compiler keep it in local memory
 
     __forceinline__ __device__ void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int,
-                                          float tmax, unsigned int (&hit)[5]) {
-        oa::trace(S.handle, origin, direction, 0.0f, tmax, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+                                          float tmax, float time, unsigned int (&hit)[5]) {
+        oa::trace(S.handle, origin, direction, 0.0f, tmax, time, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
     }
-    __forceinline__ __device__ bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance) {
-        return unoccluded(S, start, direction, distance);
+    __forceinline__ __device__ bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance,
+                                           float time) {
+        return unoccluded(S, start, direction, distance, time);
     }
     __forceinline__ __device__ float3 light_point(float3 point) const { return point; }
     __forceinline__ __device__ void missed(unsigned int, float3) {}
-    __forceinline__ __device__ void found(unsigned int depth, float, unsigned int, unsigned int, const MeshRecord& mesh,
-                                          const MaterialRecord& material, const Triangle&, float, float,
-                                          const SurfacePoint& sp, float3 direction) {
+    __forceinline__ __device__ void found(unsigned int depth, float, const unsigned int (&)[5], const HitSurface& h,
+                                          float3 direction) {
         if (kFirst && depth == 1) {
+            const MaterialRecord& material = *h.material;
+            const SurfacePoint& sp = h.sp;
             first.normal = dot(sp.ns, direction) < 0.0f ? sp.ns : -sp.ns;
-            const float3 glow = (mesh.flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv)
-                                                             : make_float3(0.0f, 0.0f, 0.0f);
+            const float3 glow = (h.flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv)
+                                                          : make_float3(0.0f, 0.0f, 0.0f);
             first.albedo = clamp01(surface_color(material, sp) + glow);
         }
     }
@@ -110,10 +117,15 @@ __forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, flo
     bool prev_delta = false;   // whether that sample came from a delta lobe
     float eta_scale = 1.0f;    // product of the relative indices crossed (radiance scaling, for the roulette)
     const float env_probability = S.environment_probability;
+#ifdef OA_MOTION
+    const float time = path_time(S, rng);  // motion blur: every ray of the path at one time of the shutter
+#else
+    const float time = 0.0f;
+#endif
 
     for (unsigned int depth = 1;; ++depth) {
         unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
-        hooks.trace(S, origin, direction, depth, depth == 1u ? first_tmax : 1e16f, hit);
+        hooks.trace(S, origin, direction, depth, depth == 1u ? first_tmax : 1e16f, time, hit);
         if (hit[2] == NO_HIT) {
             hooks.missed(depth, direction);
             // Light from the environment. Like emission, the camera ray and delta lobes count it fully; any
@@ -128,24 +140,24 @@ __forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, flo
             break;
         }
         const float t = __uint_as_float(hit[0]);
-        const unsigned int prim = hit[1];
-        const MeshRecord& mesh = S.meshes[hit[2]];
-        const MaterialRecord& material = *mesh.material;
-        const Triangle tri = load_triangle(mesh, prim);
-        const float b1 = __uint_as_float(hit[3]), b2 = __uint_as_float(hit[4]);
-        const SurfacePoint sp = surface_point(mesh, material, tri, b1, b2);
+        // The hit point from the primitive's own parameters (hit_surface.h): on a triangle, its barycentrics; not
+        // origin + t * direction, whose error grows with the distance travelled (a camera far from a surface near
+        // the world's origin put points below the surface by more than offset_ray's margin).
+        const HitSurface h = hit_surface(S, hit, origin, direction, time);
+        const MaterialRecord& material = *h.material;
+        const SurfacePoint& sp = h.sp;
         const float cos_out = -dot(sp.ng, direction);  // > 0: the ray arrived on the front (winding) side
-        const unsigned int flags = mesh.flags;
-        hooks.found(depth, t, prim, hit[2], mesh, material, tri, b1, b2, sp, direction);
+        const unsigned int flags = h.flags;
+        hooks.found(depth, t, hit, h, direction);
 
         // Emission reached by this ray. The camera ray has no other way to find it and counts it fully, as
         // does a ray from a delta lobe, and a ray reaching an emitter that light sampling never picks (one
-        // with an emission texture or cut-outs); any other BSDF-sampled ray shares it with light sampling
-        // (lights.h).
+        // with an emission texture or cut-outs, or a sphere or curve); any other BSDF-sampled ray shares it with
+        // light sampling (lights.h).
         if ((flags & MESH_EMISSIVE) && cos_out > 0.0f) {
             float weight = 1.0f;
             if (depth > 1 && !prev_delta && (flags & MESH_LIGHT_SAMPLED)) {
-                const float light = __ldg(&S.emitters[mesh.emitter_offset + prim].pdf) * t * t;
+                const float light = __ldg(&S.emitters[h.emitter].pdf) * t * t;
                 weight = emission_mis_weight(prev_pdf, cos_out, light);
             }
             radiance = radiance + beta * surface_emission(material, sp.uv) * weight;
@@ -164,11 +176,7 @@ __forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, flo
             frame = frame_from_normal(-sp.ns);
             wo = frame.to_local(-direction);
         }
-        // The hit point from the barycentrics on the triangle, not origin + t * direction: that one's error
-        // grows with the distance travelled (a camera far from a surface near the world's origin put points
-        // below the surface by more than offset_ray's margin), this one's with the vertices' coordinates,
-        // which is what offset_ray assumes.
-        const float3 point = barycentric(tri.p0, tri.p1, tri.p2, b1, b2);
+        const float3 point = h.point;
 
         // Next-event estimation: one light source picked by the selection CDF (by power), one sample of it by its
         // type (the generated light_sample), counted if nothing is in between.
@@ -183,7 +191,7 @@ __forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, flo
                     const float scale = f.scale * light_scale;
                     if (scale > 0.0f) {
                         const float3 start = offset_ray(point, dot(ls.wi, sp.ng) > 0.0f ? sp.ng : -sp.ng);
-                        if (hooks.shadow(S, start, ls.wi, ls.distance)) {
+                        if (hooks.shadow(S, start, ls.wi, ls.distance, time)) {
                             radiance = radiance + beta * f.color * ls.radiance * scale;
                         }
                     }

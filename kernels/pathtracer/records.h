@@ -10,6 +10,10 @@
 
 // Defined in environment.h, with the functions that read it.
 struct EnvironmentRecord;
+// Defined in shapes.h: spheres and curves.
+struct ShapeRecord;
+// Defined in motion.h: the motion keys of moving meshes.
+struct MeshMotion;
 
 enum MeshFlags : unsigned int {
     MESH_TWO_SIDED = 1u << 0,  // reflect on both sides (else black seen from the back)
@@ -110,6 +114,11 @@ struct SceneRecord {
     unsigned int num_lights;
     float environment_probability;   // the environment's selection probability (0 without one)
     unsigned int instanced;          // 1: handle is an IAS whose instance ids are mesh indices; 0: one GAS
+    unsigned int num_shapes;         // entries of shapes
+    const ShapeRecord* shapes;       // spheres and curves (shapes.h), or null; with any, the handle is an IAS
+    const MeshMotion* motions;       // per mesh, its motion keys (motion.h), or null: nothing moves
+    float shutter_open;              // the times the camera's exposure spans (motion blur)
+    float shutter_close;
 };
 
 struct PathTracerParams {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "optixasync_device.h"
+#include "pathtracer/hit.h"
 #include "pathtracer/integrator.h"
 #include "pathtracer/records.h"
 #include "pathtracer/surface.h"
@@ -31,9 +32,9 @@ struct GSample {
 
 // A shadow ray over [tmin, tmax]: whether nothing blocks it (integrator.h's unoccluded, with a lower bound).
 __forceinline__ __device__ bool unoccluded_between(const SceneRecord& S, float3 start, float3 direction, float tmin,
-                                                   float tmax) {
+                                                   float tmax, float time) {
     unsigned int visible[1] = {0u};
-    oa::trace(S.handle, start, direction, tmin, tmax, 0.0f, 0xFFu,
+    oa::trace(S.handle, start, direction, tmin, tmax, time, 0xFFu,
               oa::RAY_FLAG_TERMINATE_ON_FIRST_HIT | oa::RAY_FLAG_DISABLE_CLOSESTHIT, 0u, 1u, 1u, visible);
     return visible[0] != 0u;
 }
@@ -62,49 +63,51 @@ struct ViewHooks {
     }
 
     __forceinline__ __device__ void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int depth,
-                                          float tmax, unsigned int (&hit)[5]) {
+                                          float tmax, float time, unsigned int (&hit)[5]) {
         if (kRays) {
             if (depth == 1u) ++camera_rays;
             else ++bounce_rays;
         }
         float tmin = 0.0f;
         if (kWorlds && !clip_to_box(lo, hi, origin, direction, tmin, tmax)) return;  // hit[2] stays NO_HIT: a miss
-        oa::trace(S.handle, origin, direction, tmin, tmax, 0.0f, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+        oa::trace(S.handle, origin, direction, tmin, tmax, time, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
     }
 
-    __forceinline__ __device__ bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance) {
+    __forceinline__ __device__ bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance,
+                                           float time) {
         if (kRays) ++shadow_rays;
-        if (!kWorlds) return unoccluded(S, start, direction, distance);
+        if (!kWorlds) return unoccluded(S, start, direction, distance, time);
         float tmin = 0.0f, tmax = distance;
         if (!clip_to_box(lo, hi, start, direction, tmin, tmax)) return true;  // nothing of this world in between
-        return unoccluded_between(S, start, direction, tmin, tmax);
+        return unoccluded_between(S, start, direction, tmin, tmax, time);
     }
 
     __forceinline__ __device__ float3 light_point(float3 point) const { return kWorlds ? point - offset : point; }
 
     __forceinline__ __device__ void missed(unsigned int, float3) {}
 
-    __forceinline__ __device__ void found(unsigned int depth, float t, unsigned int prim, unsigned int index,
-                                          const MeshRecord& mesh, const MaterialRecord& material, const Triangle& tri,
-                                          float b1, float b2, const SurfacePoint& sp, float3 direction) {
+    __forceinline__ __device__ void found(unsigned int depth, float t, const unsigned int (&hit)[5],
+                                          const HitSurface& h, float3 direction) {
         if (depth != 1u) return;
         covered = true;
         if (kSums) {  // integrator.h's FirstHitHooks, the same expressions
+            const MaterialRecord& material = *h.material;
+            const SurfacePoint& sp = h.sp;
             first.normal = dot(sp.ns, direction) < 0.0f ? sp.ns : -sp.ns;
-            const float3 glow = (mesh.flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv)
-                                                             : make_float3(0.0f, 0.0f, 0.0f);
+            const float3 glow = (h.flags & MESH_EMISSIVE) ? surface_emission(material, sp.uv)
+                                                          : make_float3(0.0f, 0.0f, 0.0f);
             first.albedo = clamp01(surface_color(material, sp) + glow);
         }
-        if (record) {
+        if (record) {  // mesh records only: batches refuse scenes with shapes, custom primitives or motion
             g.hit = true;
             g.t = t;
-            g.index = index;
-            g.prim = prim;
-            g.b1 = b1;
-            g.b2 = b2;
-            g.point = barycentric(tri.p0, tri.p1, tri.p2, b1, b2);
-            g.ng = sp.ng;
-            g.uv = sp.uv;
+            g.index = hit[2];
+            g.prim = hit[1];
+            g.b1 = __uint_as_float(hit[3]);
+            g.b2 = __uint_as_float(hit[4]);
+            g.point = h.point;
+            g.ng = h.sp.ng;
+            g.uv = h.sp.uv;
         }
     }
 };
@@ -115,17 +118,13 @@ __forceinline__ __device__ void trace_primary(const PathTracerParams& P, float3 
                                               Hooks& hooks) {
     const SceneRecord& S = P.scene;
     unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
-    hooks.trace(S, origin, direction, 1u, 1e16f, hit);
+    hooks.trace(S, origin, direction, 1u, 1e16f, 0.0f, hit);
     if (hit[2] == NO_HIT) {
         hooks.missed(1u, direction);
         return;
     }
-    const MeshRecord& mesh = S.meshes[hit[2]];
-    const MaterialRecord& material = *mesh.material;
-    const Triangle tri = load_triangle(mesh, hit[1]);
-    const float b1 = __uint_as_float(hit[3]), b2 = __uint_as_float(hit[4]);
-    const SurfacePoint sp = surface_point(mesh, material, tri, b1, b2);
-    hooks.found(1u, __uint_as_float(hit[0]), hit[1], hit[2], mesh, material, tri, b1, b2, sp, direction);
+    const HitSurface h = hit_surface(S, hit, origin, direction, 0.0f);
+    hooks.found(1u, __uint_as_float(hit[0]), hit, h, direction);
 }
 
 }  // namespace pt

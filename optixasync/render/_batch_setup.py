@@ -2,7 +2,8 @@
 
 Pure checks and choices for :class:`~optixasync.render.RenderPipeline`'s
 constructor, in the order it needs them: :func:`check_batch` before any GPU
-work (views, worlds, stages, launch size), :func:`batch_variants` and
+work (views, worlds, stages, launch size), :func:`check_batchable` (a
+batch's raygens know mesh records only), :func:`batch_variants` and
 :func:`lanes_compiled` (which raygens to compile), :func:`make_integrator`
 (the integrator, then :func:`make_batch_state`) once the device scene exists.
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from ._lanes import lane_count
 from ._options import MAX_LAUNCH_PIXELS, RenderOptions
-from ._outputs import VIEWS, WORLDS
+from ._outputs import SINGLE_CAMERA_OUTPUTS, VIEWS, WORLDS
 from ._views import Views, view_worlds
 from ._worlds import WorldLayout, Worlds
 
@@ -34,7 +35,11 @@ if TYPE_CHECKING:
     from ._integrator import Integrator
     from ._stages import Stage
 
-__all__ = ["batch_variants", "check_batch", "lanes_compiled", "make_batch_state", "make_integrator"]
+__all__ = ["batch_variants", "batchable", "check_batch", "check_batchable", "lanes_compiled", "make_batch_state",
+           "make_integrator"]
+
+#: What a scene that no batch renders yet has beside meshes.
+_NOT_BATCHED = "spheres, curves, custom primitives or motion"
 
 
 def check_batch(scene: Scene, options: RenderOptions, stages: Sequence[Stage], views: Any,
@@ -65,6 +70,44 @@ def check_batch(scene: Scene, options: RenderOptions, stages: Sequence[Stage], v
                 raise ValueError(f"the stage {stage!r} takes one image, not a batch of views: with views=, use "
                                  "stages that take (views, height, width, channels) buffers (Tonemap, Readback)")
     return views, layout
+
+
+def batchable(scene: Scene) -> bool:
+    """Whether a batch's raygens (views, worlds, outputs beyond the colour, lanes) may render ``scene``: meshes
+    alone, none of them moving. Their record ids and motion vectors know mesh records only."""
+    return not scene.shapes and not scene.moving
+
+
+def check_batchable(scene: Scene, options: RenderOptions, integrator: type[Integrator], written: frozenset[str],
+                    views: Any, worlds: Any) -> None:
+    """Refuse, before any GPU work, what needs a batch's raygens on a scene they cannot render yet
+    (:func:`batchable`): ``views``, ``worlds``, a batched integrator, outputs beyond the single camera's
+    (``written``: what the integrator writes) or lanes (``options.sample_lanes`` other than 1).
+
+    Raises
+    ------
+    ValueError
+        Naming each argument asked for and the reason.
+    """
+    if batchable(scene):
+        return
+    asked = []
+    if views is not None:
+        asked.append("views")
+    if worlds is not None:
+        asked.append("worlds")
+    if integrator.batched:
+        asked.append(f"integrator={integrator.name!r}")
+    extra = sorted(written - SINGLE_CAMERA_OUTPUTS)
+    if extra:
+        asked.append(f"outputs {extra}")
+    if options.sample_lanes != 1:
+        asked.append(f"sample_lanes={options.sample_lanes}")
+    if asked:
+        verb = "is" if len(asked) == 1 else "are"
+        raise ValueError(f"{' and '.join(asked)} {verb} not supported yet on scenes with {_NOT_BATCHED}: a batch's "
+                         f"raygens know mesh records only (render such a scene with one camera and outputs among "
+                         f"{sorted(SINGLE_CAMERA_OUTPUTS)}, sample_lanes=1)")
 
 
 def lanes_compiled(options: RenderOptions, views: Views | None, batched: bool) -> bool:

@@ -4,8 +4,11 @@
 device memory through the scene tables (:mod:`._tables`, one code path with
 the host build of the kernel) and builds what rays are traced against: one
 GAS (build input ``i`` = mesh ``i``; cut-out meshes and meshes whose back
-faces are culled with their any-hit program enabled) or, when meshes are instanced, one GAS per distinct
-geometry under an instance structure (not compacted). It knows nothing of
+faces are culled with their any-hit program enabled) or, when meshes are
+instanced, move (motion blur: :mod:`._motion`) or the scene has spheres,
+curves or custom primitives, one GAS per distinct mesh geometry and one per
+shape kind (:mod:`._shape_accel`) under an instance structure (not
+compacted). It knows nothing of
 images, samples or programs: integrators launch over its
 :attr:`DeviceScene.record` and take the number of hit records it needs.
 
@@ -40,9 +43,11 @@ from ..accel import AccelOptions, GeometryAccel, Instance, InstanceAccel, Triang
 from ..cuda import Readiness, as_cupy_stream
 from ..scene import Scene
 from ._emitters import EmitterTable, build_emitter_table, is_light_sampled
+from ._motion import check_scene_motion, moving_structure
 from ._params import runs_any_hit
 from ._placement import DevicePlacement
-from ._tables import SceneTables
+from ._shape_accel import check_scene_shapes, hit_kinds, shape_instances
+from ._tables import SceneTables, needs_instances
 
 if TYPE_CHECKING:
     from ..cuda import Context
@@ -54,19 +59,22 @@ def check_scene(scene: Any) -> Scene:
     """``scene`` if it is a renderable :class:`Scene`; TypeError/ValueError otherwise."""
     if not isinstance(scene, Scene):
         raise TypeError(f"scene must be an optixasync.scene.Scene, got {type(scene).__name__}")
-    if not scene.meshes:
-        raise ValueError("the scene has no meshes: there is nothing to render")
+    if not scene.meshes and not scene.shapes:
+        raise ValueError("the scene has no meshes and no shapes (spheres, curves): there is nothing to render")
     from ..scene import Environment
 
     if scene.environment is not None and not isinstance(scene.environment, Environment):
         raise TypeError(f"scene environment must be an Environment or None, got {type(scene.environment).__name__}")
     for k, mesh in enumerate(scene.meshes):  # meshes are mutable: their material may have changed since
         mesh.check_material(f"mesh {k} ({mesh.name!r})")
+    check_scene_shapes(scene)
+    check_scene_motion(scene)
     punctual = _check_lights(scene)
-    if not scene.emitters and not punctual and (scene.environment is None or not scene.environment.power > 0):
-        raise ValueError("the scene has no light: no emissive mesh, no light in scene.lights and no environment, "
-                         "or a black one (give a material an emission, add a light, or set scene.environment to "
-                         "an Environment with radiance)")
+    glowing = scene.emitters or any(shape.is_emissive for shape in scene.shapes)
+    if not glowing and not punctual and (scene.environment is None or not scene.environment.power > 0):
+        raise ValueError("the scene has no light: no emissive mesh or shape, no light in scene.lights and no "
+                         "environment, or a black one (give a material an emission, add a light, or set "
+                         "scene.environment to an Environment with radiance)")
     if scene.dynamic and scene.instanced:
         raise ValueError("the scene has dynamic meshes and instanced meshes (with a transform): refits need one "
                          "GAS for the whole scene, instances an instance structure; give the instances world-space "
@@ -143,18 +151,26 @@ class DeviceScene:
     tables : SceneTables
         Geometry, materials and lights, placed in device memory.
     accel : GeometryAccel or InstanceAccel
-        Without instanced meshes: one GAS, build input ``i`` = mesh ``i``; built with ``allow_update`` when a
-        mesh is dynamic, with ``allow_compaction`` otherwise. With instanced meshes (a :attr:`Mesh.transform`):
-        an instance structure over every mesh, instance id = mesh index.
+        Without instanced meshes or shapes: one GAS, build input ``i`` = mesh ``i``; built with ``allow_update``
+        when a mesh is dynamic, with ``allow_compaction`` otherwise. With instanced meshes (a
+        :attr:`Mesh.transform`) or shapes: an instance structure over every mesh (instance id = mesh index) and
+        one GAS per shape kind (instance id = the table index of its first shape).
     geometries : list of GeometryAccel
-        The GAS: ``[accel]`` without instances, else one per distinct geometry (instances that share their
-        arrays share one).
+        The GAS: ``[accel]`` without instances, else one per distinct mesh geometry (instances that share their
+        arrays share one) and one per shape kind.
     instanced : bool
+        Whether :attr:`accel` is an instance structure.
+    moving : bool
+        Whether meshes move (motion blur: the pipeline traces with motion).
     emitters : EmitterTable
         The emitter table as built on the host (the device's copy has every pdf times its selection probability).
     hit_records : int
-        Hit-group records an integrator's SBT needs: one per build input of the one GAS, or 1 for instances
-        (their GAS have one input each and SBT offset 0; the hit programs find the mesh from the instance id).
+        Hit-group records an integrator's SBT needs: one per build input of the one GAS, or, with instances, 1
+        for the meshes (their GAS have one input each and SBT offset 0; the hit programs find the mesh from the
+        instance id) and one per shape (its kind's GAS has SBT offset the kind's first record).
+    hit_kinds : tuple of str
+        The primitive kind of each hit record: ``"triangle"``, ``"sphere"`` or a curve kind (the hit group an
+        integrator puts there).
     ready : Readiness
         The end of the set-up; :meth:`order` puts a stream after it and after the structure's last operation.
     stream : cupy.cuda.Stream
@@ -169,7 +185,9 @@ class DeviceScene:
                  instances: bool = False) -> None:
         self.ctx = ctx
         self.scene = check_scene(scene)
-        self.instanced = bool(scene.instanced) or bool(instances)
+        self.instanced = needs_instances(scene) or bool(instances)
+        self.moving = bool(scene.moving)
+        self._transforms: list[Any] = []
         self.stream = stream = as_cupy_stream(stream)
         if emitters is None:
             emitters = host_emitter_table(scene)  # before any GPU work: zero emissive area raises here
@@ -181,7 +199,8 @@ class DeviceScene:
             self._placement.release()
             raise
         self.emitters = self.tables.lights.emitters
-        self.hit_records = 1 if self.instanced else len(scene.meshes)
+        self.hit_kinds = hit_kinds(self.instanced, len(scene.meshes), self.tables.shapes)
+        self.hit_records = len(self.hit_kinds)
         self._record = self.tables.record.copy()
         self._record["instanced"] = int(self.instanced)
         self._record_handle = -1  # the handle written into the record (a numpy field write costs a microsecond)
@@ -195,7 +214,8 @@ class DeviceScene:
 
         Without instances: one GAS, build input ``k`` = mesh ``k`` (refittable when a mesh is dynamic, else
         compactable). With instances: one GAS per distinct geometry (vertices and indices arrays, and whether
-        its any-hit program runs) and an instance structure over all meshes, instance id = mesh index.
+        its any-hit program runs) and an instance structure over all meshes, instance id = mesh index; and the
+        shapes' GAS and instances (:func:`~._shape_accel.shape_instances`).
         """
         scene, geometry = self.scene, self.tables.geometry
         cutout = [runs_any_hit(m) for m in scene.meshes]  # cut-outs and culled back faces
@@ -209,13 +229,27 @@ class DeviceScene:
         shared: dict[tuple[int, int, bool], GeometryAccel] = {}
         instances = []
         for k, mesh in enumerate(scene.meshes):
+            if mesh.motion is not None:  # its own structure: a motion transform or a motion GAS
+                child, made = moving_structure(self.ctx, scene, self.tables.motions, k, geometry.indices[k],
+                                               geometry.vertices[k], stream)
+                self._transforms += made
+                instances.append(Instance(child, mesh.transform if mesh.transform is not None else np.eye(3, 4),
+                                          instance_id=k))
+                continue
             key = (id(geometry.vertices[k]), id(geometry.indices[k]), cutout[k])
             if key not in shared:
                 shared[key] = GeometryAccel(self.ctx, [TriangleInput(geometry.vertices[k], geometry.indices[k],
                                                                      any_hit=cutout[k])], stream=stream)
             placement = mesh.transform if mesh.transform is not None else np.eye(3, 4)
             instances.append(Instance(shared[key], placement, instance_id=k))
-        return InstanceAccel(self.ctx, instances, stream=stream), list(shared.values())
+        shape_gas, shape_placed = shape_instances(self.ctx, self.tables.shapes, 1, stream)
+        try:
+            accel = InstanceAccel(self.ctx, instances + shape_placed, stream=stream)
+        except BaseException:
+            for gas in [*shared.values(), *shape_gas, *self._transforms]:
+                gas.close()
+            raise
+        return accel, [*shared.values(), *shape_gas]
 
     # -- what integrators read ----------------------------------------------------------------------------------
     @property
@@ -272,14 +306,15 @@ class DeviceScene:
             Without instanced meshes, or on transforms of another shape, not finite or not invertible
             (before any GPU work).
         """
-        if not self.instanced:
+        placed = self.scene.instanced  # the meshes with a transform (shapes and moving meshes need instances too)
+        if not placed:
             raise ValueError("the scene has no instanced meshes (with a transform): nothing to place (give the "
                              "meshes to move a transform, e.g. GltfAsset.animated_scene)")
         matrices = placement_matrices(transforms, len(self.scene.meshes))
         self.order(stream)
         self.tables.place(matrices, stream)
-        for instance, matrix in zip(self.accel.instances, matrices, strict=True):
-            instance.transform = matrix.astype(np.float32)
+        for k in placed:  # instance k is mesh k; the shapes' instances follow the meshes'
+            self.accel.instances[k].transform = matrices[k].astype(np.float32)
         self.accel.rebuild(stream=stream)
 
     def compact(self, stream: Any, wait: bool = False) -> None:
@@ -290,7 +325,7 @@ class DeviceScene:
     def close(self) -> None:
         """Release the structures and the tables (the caller waited for the launches that read them)."""
         self.accel.close()
-        for gas in self.geometries:
+        for gas in [*self.geometries, *self._transforms]:
             gas.close()  # idempotent: without instances, the one GAS is self.accel
         self._placement.release()
         self.tables = None  # its geometry lists hold the vertex and index arrays: none outlives the close

@@ -55,7 +55,8 @@ LIGHT_RECORD: np.dtype = struct_dtype([
 #: ``SceneRecord``: the addresses of the scene tables, one field of the launch parameters.
 SCENE_RECORD: np.dtype = struct_dtype([
     ("meshes", "ptr"), ("lights", "ptr"), ("emitters", "ptr"), ("environment", "ptr"), ("handle", "handle"),
-    ("num_lights", "uint"), ("environment_probability", "float"), ("instanced", "uint"),
+    ("num_lights", "uint"), ("environment_probability", "float"), ("instanced", "uint"), ("num_shapes", "uint"),
+    ("shapes", "ptr"), ("motions", "ptr"), ("shutter_open", "float"), ("shutter_close", "float"),
 ])
 
 #: ``ViewRecord`` (``kernels/pathtracer/view_records.h``): one view of a batch.

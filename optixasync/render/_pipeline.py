@@ -55,7 +55,7 @@ import numpy as np
 from ..cuda import Context, GpuTimer, Readiness, as_cupy_stream, create_stream, stream_handle, synchronize
 from ..scene import Camera, Scene
 from ..validation import as_int, coerce_options
-from ._batch_setup import batch_variants, check_batch, lanes_compiled, make_integrator
+from ._batch_setup import batch_variants, check_batch, check_batchable, lanes_compiled, make_integrator
 from ._device_outputs import OutputLeases
 from ._device_scene import DeviceScene, check_scene, host_emitter_table
 from ._graphs import FrameWork, PipelineGraphs
@@ -164,6 +164,7 @@ class RenderPipeline(BatchFrames, StillFrames):
         self._stage_tuple = tuple(self.stages)
         self._scheduler_options = scheduler_options
         self.views, layout = check_batch(self.scene, self._options, self.stages, views, worlds)
+        check_batchable(self.scene, self._options, cls, self._plan.written, views, worlds)
         self.batched = bool(views is not None or worlds is not None or cls.batched or
                             not self._plan.written <= SINGLE_CAMERA_OUTPUTS)
         if self.batched and self.views is None:

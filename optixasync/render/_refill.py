@@ -11,6 +11,12 @@ bytes written then; when the same inputs come again and the block still holds
 those bytes (nothing else wrote to it), only the four fields are packed, with
 :mod:`struct`, bit for bit what a full fill writes.
 
+The inputs a block was filled from include device buffers (the accumulation, a
+frame slot's outputs): those are remembered through weak references, and a
+block is forgotten as soon as one of them goes, so the memory keeps no buffer
+alive. (It held them: a closed scheduler's slot buffers stayed allocated as
+long as the pipeline lived, and a closed pipeline's as long as anyone held it.)
+
 Blocking calls
 --------------
 None: host memory only.
@@ -19,6 +25,7 @@ None: host memory only.
 from __future__ import annotations
 
 import struct
+import weakref
 from typing import Any
 
 import numpy as np
@@ -32,12 +39,42 @@ COUNT_FIELDS = ("sample_offset", "spp", "accumulate", "inv_total")
 _BLOCKS_KEPT = 64
 
 
-class _Filled:
-    __slots__ = ("params", "static", "ids", "contents", "view", "written")
+class _Forget:
+    """The weak references' callback of one remembered block: one of its inputs went, forget the block."""
 
-    def __init__(self, params: Any, static: tuple, contents: bytes, view: memoryview) -> None:
+    __slots__ = ("_refill", "_key")
+
+    def __init__(self, refill: ParamsRefill, key: int) -> None:
+        self._refill = weakref.ref(refill)  # no cycle: the references hold this callback
+        self._key = key
+
+    def __call__(self, _ref: Any) -> None:
+        refill = self._refill()
+        if refill is not None:
+            blocks = refill._blocks
+            entry = blocks.get(self._key)
+            if entry is not None and entry.forget is self:  # not a later entry of the same block
+                blocks.pop(self._key, None)
+
+
+def _hold(obj: Any, callback: _Forget) -> Any:
+    """A weak reference to ``obj`` calling ``callback`` when it goes; ``obj`` itself where it has none (None, a
+    tuple such as the camera basis: host objects)."""
+    try:
+        return weakref.ref(obj, callback)
+    except TypeError:
+        return obj
+
+
+class _Filled:
+    __slots__ = ("params", "inputs", "forget", "ids", "contents", "view", "written")
+
+    def __init__(self, params: Any, static: tuple, contents: bytes, view: memoryview, forget: _Forget) -> None:
         self.params = params  # held: its id cannot be reused while it is remembered
-        self.static = static  # held likewise, so that comparing their ids is comparing the objects
+        # The inputs, weakly where they can be: the entry goes with the first of them to go (``forget``), so while
+        # it is remembered, equal ids are the same live objects; and it keeps no device buffer alive.
+        self.forget = forget
+        self.inputs = tuple(_hold(obj, forget) for obj in static)
         self.ids = tuple(map(id, static))
         self.contents = contents
         self.view = view
@@ -91,8 +128,14 @@ class ParamsRefill:
         return True
 
     def remember(self, params: Any, static: tuple, contents: bytes) -> None:
-        """``params`` was just filled from ``static`` and ``contents``."""
+        """``params`` was just filled from ``static`` and ``contents`` (held weakly where they can be: the block is
+        forgotten when one of them goes)."""
         if len(self._blocks) >= _BLOCKS_KEPT:
             self._blocks.clear()
         view = memoryview(params.reshape(1).view(np.uint8))
-        self._blocks[id(params)] = _Filled(params, static, contents, view)
+        key = id(params)
+        self._blocks[key] = _Filled(params, static, contents, view, _Forget(self, key))
+
+    def clear(self) -> None:
+        """Forget every block (the integrator is closing)."""
+        self._blocks.clear()

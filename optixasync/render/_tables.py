@@ -6,6 +6,10 @@ for the CPU build of the kernel), table by table:
 
 * :class:`TriangleGeometry`: the meshes' vertex, index and per-vertex
   attribute arrays (geometry by primitive kind: triangles);
+* :class:`~optixasync.render._primitives.ShapeTable`: the spheres' and
+  curves' arrays and one ``ShapeRecord`` per shape (the other kinds);
+* :class:`~optixasync.render._motion.MotionTable`: the motion keys of
+  moving meshes (motion blur), when any moves;
 * :class:`MaterialTable`: the textures, each family's precomputed table and one
   ``MaterialRecord`` per distinct material;
 * :class:`LightTable`: the light sources of every registered light type (the
@@ -33,14 +37,22 @@ import numpy as np
 from ..scene import Material, Scene, bsdf_family
 from ._emitters import EmitterTable, build_emitter_table, is_light_sampled
 from ._layout import LIGHT_RECORD, MATERIAL_RECORD, SCENE_RECORD
+from ._motion import MotionTable
 from ._params import material_record, mesh_records, place_records
+from ._primitives import ShapeTable
 from .lights import light_type, light_types
 
 if TYPE_CHECKING:
     from ._placement import Placement
 
 __all__ = ["ENVIRONMENT_PROBABILITY_RANGE", "LightTable", "MaterialTable", "SceneTables", "TriangleGeometry",
-           "scene_radius", "selection_probabilities"]
+           "needs_instances", "scene_radius", "selection_probabilities"]
+
+
+def needs_instances(scene: Scene) -> bool:
+    """Whether rays trace ``scene`` through an instance structure: it has instanced meshes, shapes (one GAS per
+    primitive kind) or moving meshes (motion transforms, motion GAS); else one GAS holds every mesh."""
+    return bool(scene.instanced) or bool(scene.shapes) or bool(scene.moving)
 
 
 def _labels(scene: Scene) -> list[str]:
@@ -84,7 +96,7 @@ class MaterialTable:
     Attributes
     ----------
     materials : list of Material
-        The distinct materials, in the order of first use.
+        The distinct materials, in the order of first use (the meshes', then the shapes').
     pointers : list of int
         Per mesh, the address of its material's record.
     indices : list of int
@@ -95,7 +107,11 @@ class MaterialTable:
         index: dict[Material, int] = {}
         for mesh in scene.meshes:
             index.setdefault(mesh.material, len(index))
+        for shape in scene.shapes:
+            for material in shape.materials:
+                index.setdefault(material, len(index))
         self.materials = list(index)
+        self._index = index
         texture_handle = placement.textures([t for m in self.materials for t in m.textures.values()])
         tables = {}
         for material in self.materials:
@@ -103,10 +119,14 @@ class MaterialTable:
             if table is not None:
                 tables[material] = placement.upload(np.ascontiguousarray(table, np.float32), f"{material.bsdf} table")
         records = np.stack([material_record(m, texture_handle, tables.get(m, 0)) for m in self.materials])
-        base = placement.upload(records, "material records")
+        self._base = base = placement.upload(records, "material records")
         self.pointers = [base + MATERIAL_RECORD.itemsize * index[mesh.material] for mesh in scene.meshes]
         self.indices = [index[mesh.material] for mesh in scene.meshes]
         self.ready = placement.ready()
+
+    def pointer(self, material: Material) -> int:
+        """The address of ``material``'s record (one of :attr:`materials`)."""
+        return self._base + MATERIAL_RECORD.itemsize * self._index[material]
 
 
 #: Bounds of the environment's selection probability when other lights exist.
@@ -138,7 +158,7 @@ def selection_probabilities(kinds: list[str], powers: list[float]) -> list[float
 
 
 def scene_radius(scene: Scene) -> float:
-    """Half the diagonal of the bounding box of the scene's host meshes (1 when none is on the host)."""
+    """Half the diagonal of the bounding box of the scene's host meshes and shapes (1 when none is on the host)."""
     corners = []
     for m in scene.meshes:
         if m.on_device:
@@ -149,6 +169,7 @@ def scene_radius(scene: Scene) -> float:
             placed = box @ m.transform[:, :3].T + m.transform[:, 3]
             low, high = placed.min(axis=0), placed.max(axis=0)
         corners.append(np.stack([low, high]))
+    corners += [box for box in (shape.bounds() for shape in scene.shapes) if box is not None]
     if not corners:
         return 1.0
     box = np.concatenate(corners)
@@ -226,6 +247,8 @@ class SceneTables:
     Attributes
     ----------
     geometry : TriangleGeometry
+    shapes : ShapeTable
+    motions : MotionTable
     materials : MaterialTable
     lights : LightTable
     record : numpy structured scalar of SCENE_RECORD
@@ -238,18 +261,26 @@ class SceneTables:
         self.scene = scene
         self.geometry = TriangleGeometry(scene, placement)
         self.materials = MaterialTable(scene, placement)
+        self.shapes = ShapeTable(scene, placement, self.materials.pointer)
+        self.motions = MotionTable(scene, placement)
         self.lights = LightTable(scene, placement, self.geometry, emitters)
         vertices, indices, attributes = self.geometry.pointers()
         self.mesh_records = mesh_records(scene, vertices, indices, self.lights.emitters.offsets,
                                          self.materials.pointers, attributes)
         self._placement = placement
         self.record = np.zeros((), SCENE_RECORD)
-        self.record["meshes"] = placement.upload(self.mesh_records, "mesh records")
+        # A scene of shapes only has no mesh records.
+        self.record["meshes"] = (placement.upload(self.mesh_records, "mesh records") if len(self.mesh_records)
+                                 else 0)
         self.record["lights"], self.record["num_lights"] = self.lights.pointer, len(self.lights.sources)
         self.record["emitters"] = self.lights.emitters_pointer
         self.record["environment"] = self.lights.environment_pointer
         self.record["environment_probability"] = self.lights.environment_probability
-        self.record["instanced"] = int(bool(scene.instanced))
+        # Shapes and moving meshes need an instance structure, and then every mesh is an instance.
+        self.record["instanced"] = int(needs_instances(scene))
+        self.record["shapes"], self.record["num_shapes"] = self.shapes.pointer, len(self.shapes)
+        self.record["motions"] = self.motions.pointer
+        self.record["shutter_open"], self.record["shutter_close"] = scene.shutter or (0.0, 0.0)
         self.ready = placement.ready()
 
     def place(self, transforms: np.ndarray, stream: Any) -> None:

@@ -1,4 +1,5 @@
-"""Scenes for the path tracer: materials, textures, triangle meshes, shapes, lights, the camera, built-in scenes.
+"""Scenes for the path tracer: materials, textures, triangle meshes, spheres and curves, lights, the camera, built-in
+scenes.
 
 Plain host-side data (numpy); :class:`optixasync.render.RenderPipeline` turns a
 :class:`Scene` into an acceleration structure and device records. The file
@@ -13,6 +14,13 @@ from ._bsdf import MATERIAL_PARAMS, BsdfFamily, bsdf_families, bsdf_family, regi
 from ._camera import DEFAULT_FOV, PROJECTIONS, Camera, CameraBasis
 from ._cloth import ClothAnimation
 from ._cornell import cornell_box
+from ._curves import CURVE_DEGREES, Curves, strand_segments
+from ._custom import (
+    CustomPrimitives,
+    CustomPrimitiveType,
+    custom_primitives,
+    register_custom_primitive,
+)
 from ._environment import Environment
 from ._environment_files import ENVIRONMENT_SUFFIXES, load_environment
 from ._frames import framing_camera, generate_tangents
@@ -49,8 +57,10 @@ from ._materials_scene import (
     material_scene,
 )
 from ._mesh import Mesh, cube, rectangle, sphere
+from ._motion import MeshMotion
 from ._obj import load_obj
 from ._scene import Scene
+from ._spheres import Spheres
 from ._texture import TEXTURE_FILTERS, TEXTURE_WRAPS, Texture, TextureTransform, load_texture
 
 __all__ = [
@@ -91,17 +101,25 @@ __all__ = [
     "load_environment",
     "load_texture",
     "MESH_SUFFIXES",
+    "CURVE_DEGREES",
     "Camera",
     "CameraBasis",
     "PROJECTIONS",
     "ClothAnimation",
+    "Curves",
+    "CustomPrimitiveType",
+    "CustomPrimitives",
+    "custom_primitives",
+    "register_custom_primitive",
     "DEFAULT_FOV",
     "Material",
     "PointLight",
     "SpotLight",
     "DirectionalLight",
     "Mesh",
+    "MeshMotion",
     "Scene",
+    "Spheres",
     "cornell_box",
     "cornell_room",
     "cube",
@@ -111,4 +129,5 @@ __all__ = [
     "load_mesh",
     "rectangle",
     "sphere",
+    "strand_segments",
 ]

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..validation import as_affine, check_indices, check_vertices, is_device_array
 from ._material import Material
+from ._motion import MeshMotion
 
 __all__ = ["Mesh", "cube", "placed", "rectangle", "sphere"]
 
@@ -63,6 +64,9 @@ class Mesh:
         material's base colour (RGB) and opacity (A): finite and >= 0. Stored
         as (V, 4) float32, alpha 1 where the array gives 3 channels; the
         renderer interpolates them across each triangle.
+    motion : MeshMotion or None
+        Motion blur: transforms (a moving instance) or vertex arrays (a
+        deforming mesh) at motion keys; None: the mesh is static.
 
     Raises
     ------
@@ -84,6 +88,7 @@ class Mesh:
     tangents: Any = None
     transform: Any = None
     colors: Any = None
+    motion: Any = None
 
     def __post_init__(self) -> None:
         label = f"mesh {self.name!r}" if self.name else "mesh"
@@ -108,6 +113,10 @@ class Mesh:
                 raise ValueError(f"{label} is dynamic and has a transform: instances cannot be refitted (give the "
                                  "dynamic mesh world-space vertices)")
         self.check_material(label)
+        if self.motion is not None:
+            if not isinstance(self.motion, MeshMotion):
+                raise TypeError(f"{label}: motion must be a MeshMotion or None, got {type(self.motion).__name__}")
+            self.motion.check(self, label)
         if self.dynamic and self.material.is_emissive:
             raise ValueError(f"{label} is emissive and dynamic: emitters must be static (the emitter table "
                              "holds their world positions)")

@@ -49,7 +49,9 @@ where Mitsuba is installed):
   here; ``normal_scale`` is multiplied in. A mesh mixing both handednesses,
   or with its own tangents, has no twin: ValueError.
 * Emission: an ``area`` emitter (one-sided, on the side of the winding
-  normal, as ours). The environment: ``envmap`` over the same float32
+  normal, as ours).
+* Spheres: one analytic ``sphere`` shape each (``_mitsuba_shapes``); curves
+  have no twin (ValueError). The environment: ``envmap`` over the same float32
   image with the same ``scale`` and ``to_world`` (our map's conventions are
   Mitsuba's), or ``constant``.
 """
@@ -377,6 +379,10 @@ def mitsuba_scene_dict(scene: Scene, *, width: int, height: int, spp: int, max_d
     for k, mesh in enumerate(scene.meshes):
         # Instances go in world space: the same triangles, placed (and their fronts kept) by Mesh.flattened.
         out[f"mesh_{k:04d}"] = mitsuba_mesh(mesh.flattened(), mi, bsdf=(stand_ins or {}).get(k))
+    if scene.shapes:
+        from ._mitsuba_shapes import mitsuba_shapes
+
+        out.update(mitsuba_shapes(scene.shapes, mi, mitsuba_bsdf))
     if scene.environment is not None:
         out["environment"] = mitsuba_environment(scene.environment, mi)
     return out

@@ -23,6 +23,10 @@ usage, builds, refits and compactions, enqueued like launches), so a real
 scene are built over it; :meth:`StubCuda.kernel` gives a stand-in of a CuPy
 ``RawKernel`` whose launches are enqueued by name.
 
+The stream-ordered allocations are counted (:attr:`StubCuda.allocations`), and
+the device pool's used bytes (``ctx.memory.used_bytes()``) are theirs, so a CPU
+test can check that closing something leaves no device memory behind.
+
 The GPU is "infinitely fast" by default (every event has passed when it is
 recorded); :meth:`StubCuda.pause` holds back the completion of work recorded
 from then on until :meth:`StubCuda.resume` or a synchronization reaches it.
@@ -267,7 +271,13 @@ class StubCuda:
         The stubbed calls in order, when recording; a call enqueued on a stream being captured is logged
         as ``("captured", stream, (name, details))``.
     graph_api : StubGraphApi
+    allocations : dict of int to int
+        The live stream-ordered allocations (``cudaMallocAsync`` not yet freed): address to bytes. Their sum is
+        what the device pool's used bytes read (:meth:`~optixasync.cuda.DeviceMemory.used_bytes`).
     """
+
+    # Shared by every stub: a block of an earlier one, freed while this one is entered, is never taken for its own.
+    _addresses = itertools.count(0x7F0000000000, 0x1000)
 
     def __init__(self, record: bool = False, *, gpu_us: float = 0.0) -> None:
         self.recording = bool(record)
@@ -278,7 +288,7 @@ class StubCuda:
         self._serial = 0
         self._completed = math.inf  # every recorded event has passed
         self._saved: list[tuple[Any, str, Any]] = []
-        self._addresses = itertools.count(0x7F0000000000, 0x1000)
+        self.allocations: dict[int, int] = {}
 
     # -- the stub GPU --------------------------------------------------------------------------------------------
     def log(self, name: str, stream: int, details: Any) -> None:
@@ -338,10 +348,17 @@ class StubCuda:
         if int(stream) in self.graph_api.capturing:
             self.graph_api.invalidated.add(int(stream))
         self.log("malloc_async", int(stream), int(nbytes))
-        return next(self._addresses)
+        ptr = next(self._addresses)
+        self.allocations[ptr] = int(nbytes)
+        return ptr
 
     def _free_async(self, ptr: int, stream: int) -> None:
+        self.allocations.pop(int(ptr), None)
         self.enqueue("free_async", int(stream), int(ptr))
+
+    def used_bytes(self) -> int:
+        """The bytes of the live stream-ordered allocations (what the device pool's used bytes read)."""
+        return sum(self.allocations.values())
 
     def _event_query(self, ptr: int) -> int:
         event = self.events.get(int(ptr))
@@ -374,7 +391,7 @@ class StubCuda:
                             ("freeAsync", self._free_async), ("eventQuery", self._event_query),
                             ("streamWaitEvent", self._stream_wait_event), ("deviceGetMemPool", lambda device: 1),
                             ("memPoolSetAttribute", lambda *args: None), ("memPoolTrimTo", lambda *args: None),
-                            ("memPoolGetAttribute", lambda *args: 0)):
+                            ("memPoolGetAttribute", lambda pool, attribute: self.used_bytes())):
             self._patch(runtime, name, value)
         self._patch(_graph, "graph_api", lambda: self.graph_api)
         _events._get_elapsed_time.cache_clear()

@@ -55,6 +55,7 @@ class StubPathIntegrator(PathIntegrator):
                          for mask in masks}
 
     def close(self) -> None:
+        self._refill.clear()
         self.variants = {}
 
 

@@ -88,7 +88,9 @@ class FakeDeviceScene:
         self.scene, self.stream = scene, stream
         self.record = np.zeros((), SCENE_RECORD)
         self.hit_records = len(scene.meshes)
+        self.hit_kinds = ("triangle",) * len(scene.meshes)
         self.instanced = bool(scene.instanced) or instances
+        self.moving = bool(scene.moving)
         self.tables = SimpleNamespace(materials=SimpleNamespace(indices=_material_indices(scene)))
         self.ready = FakeReadiness()
         self.accel = SimpleNamespace(ready=SimpleNamespace(event=None))

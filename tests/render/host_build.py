@@ -67,17 +67,22 @@ def aligned(array: np.ndarray, alignment: int = 16) -> np.ndarray:
     return out
 
 
-def build_pathtracer_library(build: Path, variants=(0, 1, 15), families=None, types=None) -> ctypes.CDLL:
+def build_pathtracer_library(build: Path, variants=(0, 1, 15), families=None, types=None, *,
+                             shapes: bool = False, motion: bool = False, custom: bool = False) -> ctypes.CDLL:
     """The host build of the path tracer's generated program (the registered families and types by default).
 
     ``oa_host_launch(params, triangle counts, mesh count, threads, variant)`` runs the raygen of ``variant`` (an
-    ``OUTPUT_*`` mask among ``variants``).
+    ``OUTPUT_*`` mask among ``variants``); it returns -1 for a scene with spheres or curves unless the program was
+    built for them (``shapes``: the program a scene with shapes compiles, ``OA_SHAPES``), -2 for a scene with
+    moving meshes unless built with ``motion`` (``OA_MOTION``), -3 for custom primitives unless built with
+    ``custom`` (``OA_CUSTOM``, with the registered custom primitive types).
     """
     from optixasync.render._source import pathtracer_source
 
     build = Path(build)
     build.mkdir(parents=True, exist_ok=True)
-    source = pathtracer_source(variants, families, types, host=True)
+    source = pathtracer_source(variants, families, types, host=True, shapes=shapes, motion=motion,
+                               custom=custom)
     (build / "program.cu").write_text(source.text)
     lib = build_host_library("pathtracer_host.cpp", build, '-DOA_PROGRAM_SOURCE="program.cu"', f"-I{build}",
                              *(f"-I{d}" for d in source.include_dirs))
@@ -201,7 +206,13 @@ class HostTracer:
         fill_params(params, options=self.options, camera=self.scene.camera, accum=self.accum.ctypes.data,
                     scene=self.record, sample_offset=sample_offset, spp=spp,
                     image=self.image.ctypes.data if variant & IMAGE else 0, outputs=outputs)
-        self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS, variant)
+        status = self.lib.oa_host_launch(params.ctypes.data, self.counts.ctypes.data, len(self.counts), THREADS,
+                                         variant)
+        if status != 0:
+            need = {-1: "shapes=True (spheres or curves)", -2: "motion=True (moving meshes)",
+                    -3: "custom=True (custom primitives)"}.get(status, f"status {status}")
+            raise RuntimeError(f"the host kernel refused the launch: the scene needs the library built with "
+                               f"build_pathtracer_library(..., {need})")
 
     def place(self, transforms, stream=None) -> None:
         """Move the instanced meshes (the device scene's ``place``: the library's mesh-record rewrite)."""

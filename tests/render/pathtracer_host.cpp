@@ -3,7 +3,9 @@
 // The kernel source and its headers (kernels/pathtracer/*.h) are compiled unchanged by a C++ compiler. This
 // file supplies what NVRTC and OptiX would: the CUDA vector types and intrinsics the kernel uses (plain C++
 // versions, in cuda_host_shims.h, shared with the BSDF harness), and the `oa::` device interface, whose trace()
-// intersects every triangle of the scene (Moller-Trumbore in double precision, closest hit or first hit) and
+// intersects every triangle of the scene (Moller-Trumbore in double precision, closest hit or first hit), and in
+// a program built with OA_SHAPES every sphere and curve segment of its shape records (shape_intersect.h), with
+// OA_MOTION moving meshes where their keys put them at the ray's time (motion_host.h), and
 // runs the kernel's own closest-hit and miss programs with the same semantics as OptiX: payload registers in and
 // out, the miss program picked by `miss_index`, no closest-hit program when RAY_FLAG_DISABLE_CLOSESTHIT is set.
 // The test copies the kernels folder into its build folder with an empty "optixasync_device.h", so that the
@@ -72,6 +74,10 @@ inline T tex2D(unsigned long long handle, float u, float v) {
 
 // The kernel's programs, defined by pathtracer.cu below.
 extern "C" void __closesthit__radiance();
+extern "C" void __closesthit__sphere();
+extern "C" void __closesthit__curve();
+extern "C" void __closesthit__custom();
+extern "C" void __intersection__custom();
 extern "C" void __anyhit__cutout();
 extern "C" void __miss__radiance();
 extern "C" void __miss__shadow();
@@ -95,6 +101,10 @@ struct ThreadState {
     unsigned prim;
     unsigned gas_index;
     float b1, b2;         // barycentrics of the hit or candidate
+    float u;              // curve parameter of a curve hit
+    float time;           // the ray's time (motion blur)
+    float tmin;           // the ray's tmin (intersection programs)
+    float reported;       // what an intersection program reported (report_intersection), or -1
     float3 origin;        // world ray origin
     float3 direction;     // world ray direction
     bool ignored;         // the any-hit program called ignore_intersection()
@@ -115,40 +125,55 @@ inline bool host_instanced = false;
 inline unsigned sbt_gas_index() { return host_instanced ? 0u : state.gas_index; }
 inline unsigned instance_id() { return host_instanced ? state.gas_index : 0u; }
 inline float2 triangle_barycentrics() { return make_float2(state.b1, state.b2); }
+inline float curve_parameter() { return state.u; }
+// Intersection programs see the world ray as the object ray: the stand-in traces instances with identity transforms.
+inline float3 object_ray_origin() { return state.origin; }
+inline float3 object_ray_direction() { return state.direction; }
+inline float ray_tmin() { return state.tmin; }
+template <typename... A>
+inline bool report_intersection(float t, unsigned, A...) {
+    if (!(t >= state.tmin && t <= state.tmax)) return false;
+    state.reported = t;
+    state.tmax = t;
+    return true;
+}
 inline float3 world_ray_origin() { return state.origin; }
 inline float3 world_ray_direction() { return state.direction; }
 inline void ignore_intersection() { state.ignored = true; }
 
+// What intersect() found: the closest (or, with `any`, the first) hit of a ray.
+struct HostHit {
+    float t = 0.0f;
+    unsigned prim = 0u;
+    unsigned index = 0u;  // the mesh record, or the shape record
+    unsigned kind = 0u;   // HIT_TRIANGLE, HIT_SPHERE, HIT_CURVE
+    float b1 = 0.0f, b2 = 0.0f, u = 0.0f;
+};
+enum HostHitKind : unsigned { HIT_TRIANGLE = 0u, HIT_SPHERE = 1u, HIT_CURVE = 2u, HIT_CUSTOM = 3u };
+
 // Defined after the kernel (it needs the kernel's launch parameters).
-bool intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* t, unsigned* prim, unsigned* mesh,
-               float* b1, float* b2);
+bool intersect(float3 o, float3 d, float tmin, float tmax, bool any, HostHit& hit);
+
+// Runs the closest-hit program of the hit's primitive (defined after the kernel, which says whether it has shapes).
+void closest_hit(const HostHit& hit);
 
 // Rays traced, counted by the stand-in itself (for the kernel's ray counter): [0] closest-hit rays (miss 0),
 // [1] shadow rays (miss 1).
 inline std::atomic<unsigned long long> host_traces[2];
 
 template <unsigned N>
-inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, float, unsigned, unsigned flags,
+inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, float time, unsigned, unsigned flags,
                   unsigned sbt_offset, unsigned sbt_stride, unsigned miss_index, unsigned (&p)[N]) {
     // The kernel relies on these (one SBT record per mesh, stride 1, offset 0): check them here too.
     if (sbt_offset != 0u || sbt_stride != 1u || (flags & RAY_FLAG_DISABLE_ANYHIT)) std::abort();
     host_traces[miss_index == 1u ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
-    float t, b1, b2;
-    unsigned prim, mesh;
+    HostHit hit;
     for (unsigned i = 0; i < N; ++i) state.payload[i] = p[i];
     state.origin = o;
     state.direction = d;
-    const bool hit = intersect(o, d, tmin, tmax, (flags & RAY_FLAG_TERMINATE_ON_FIRST_HIT) != 0u, &t, &prim, &mesh,
-                               &b1, &b2);
-    if (hit) {
-        if (!(flags & RAY_FLAG_DISABLE_CLOSESTHIT)) {
-            state.tmax = t;
-            state.prim = prim;
-            state.gas_index = mesh;
-            state.b1 = b1;
-            state.b2 = b2;
-            __closesthit__radiance();
-        }
+    state.time = time;
+    if (intersect(o, d, tmin, tmax, (flags & RAY_FLAG_TERMINATE_ON_FIRST_HIT) != 0u, hit)) {
+        if (!(flags & RAY_FLAG_DISABLE_CLOSESTHIT)) closest_hit(hit);
     } else if (miss_index == 0u) {
         __miss__radiance();
     } else if (miss_index == 1u) {
@@ -163,13 +188,34 @@ inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, fl
 #define OA_PROGRAM extern "C" void
 
 #include OA_PROGRAM_SOURCE
+#include "motion_host.h"
+#include "shape_intersect.h"
+
+void oa::closest_hit(const HostHit& hit) {
+    state.tmax = hit.t;
+    state.prim = hit.prim;
+    state.gas_index = hit.index;
+    state.b1 = hit.b1;
+    state.b2 = hit.b2;
+    state.u = hit.u;
+    if (hit.kind == HIT_TRIANGLE) return __closesthit__radiance();
+#ifdef OA_SHAPES
+    if (hit.kind == HIT_SPHERE) return __closesthit__sphere();
+#ifdef OA_CUSTOM
+    if (hit.kind == HIT_CUSTOM) return __closesthit__custom();
+#endif
+    return __closesthit__curve();
+#else
+    std::abort();  // shapes in a program built without them (oa_host_launch refuses such a scene)
+#endif
+}
 
 extern "C" {
 PathTracerParams params;
 }
 
-static_assert(sizeof(PathTracerParams) == 400, "host layout of the launch parameters");
-static_assert(sizeof(SceneRecord) == 56, "host layout of the scene record");
+static_assert(sizeof(PathTracerParams) == 424, "host layout of the launch parameters");
+static_assert(sizeof(SceneRecord) == 80, "host layout of the scene record");
 static_assert(sizeof(LightRecord) == 24, "host layout of a light record");
 static_assert(sizeof(MeshRecord) == 152, "host layout of a mesh record");
 static_assert(sizeof(MaterialRecord) == 240, "host layout of a material record");
@@ -211,18 +257,24 @@ static bool accepted(unsigned mesh, unsigned prim, double t, double u, double v)
     return !ignored;
 }
 
-bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* t_out, unsigned* prim_out,
-                   unsigned* mesh_out, float* b1_out, float* b2_out) {
+bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, HostHit& hit) {
     double best = static_cast<double>(tmax);
     bool found = false;
     const double ox = o.x, oy = o.y, oz = o.z, dx = d.x, dy = d.y, dz = d.z;
     for (unsigned m = 0; m < g_num_meshes; ++m) {
         const MeshRecord& rec = params.scene.meshes[m];
+        const MovingMesh moving = moving_mesh(m, state.time);  // static meshes: none
         for (unsigned f = 0; f < g_triangle_counts[m]; ++f) {
             double a[3], b[3], c[3];
-            world_corner(rec, rec.indices[3u * f], a);
-            world_corner(rec, rec.indices[3u * f + 1u], b);
-            world_corner(rec, rec.indices[3u * f + 2u], c);
+            if (moving.keys) {
+                moving_corner(rec, moving, rec.indices[3u * f], a);
+                moving_corner(rec, moving, rec.indices[3u * f + 1u], b);
+                moving_corner(rec, moving, rec.indices[3u * f + 2u], c);
+            } else {
+                world_corner(rec, rec.indices[3u * f], a);
+                world_corner(rec, rec.indices[3u * f + 1u], b);
+                world_corner(rec, rec.indices[3u * f + 2u], c);
+            }
             const double e1x = b[0] - a[0], e1y = b[1] - a[1], e1z = b[2] - a[2];
             const double e2x = c[0] - a[0], e2y = c[1] - a[1], e2z = c[2] - a[2];
             const double px = dy * e2z - dz * e2y, py = dz * e2x - dx * e2z, pz = dx * e2y - dy * e2x;
@@ -239,18 +291,20 @@ bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* 
             if (t < tmin || t > best) continue;
             if (!accepted(m, f, t, u, v)) continue;
             best = t;
-            *prim_out = f;
-            *mesh_out = m;
-            *b1_out = static_cast<float>(u);
-            *b2_out = static_cast<float>(v);
+            hit.kind = HIT_TRIANGLE;
+            hit.prim = f;
+            hit.index = m;
+            hit.b1 = static_cast<float>(u);
+            hit.b2 = static_cast<float>(v);
             found = true;
             if (any) {
-                *t_out = static_cast<float>(best);
+                hit.t = static_cast<float>(best);
                 return true;
             }
         }
     }
-    *t_out = static_cast<float>(best);
+    found = intersect_shapes(o, d, tmin, any, best, hit) || found;
+    hit.t = static_cast<float>(best);
     return found;
 }
 
@@ -258,7 +312,19 @@ bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, float* 
 extern "C" int oa_host_launch3(const void* launch_params, const unsigned* triangle_counts, unsigned num_meshes,
                                unsigned threads, unsigned variant, unsigned depth) {
     std::memcpy(&params, launch_params, sizeof(params));
+#ifndef OA_SHAPES
+    if (params.scene.num_shapes) return -1;  // a scene with shapes needs the program built with OA_SHAPES
+#endif
+#ifndef OA_MOTION
+    if (params.scene.motions) return -2;  // a scene with moving meshes needs the program built with OA_MOTION
+#endif
+#ifndef OA_CUSTOM
+    for (unsigned s = 0; s < params.scene.num_shapes; ++s) {
+        if (params.scene.shapes[s].kind == SHAPE_CUSTOM) return -3;  // custom primitives need OA_CUSTOM
+    }
+#endif
     oa::host_instanced = params.scene.instanced != 0u;
+    prepare_shapes();
     g_triangle_counts = triangle_counts;
     g_num_meshes = num_meshes;
     const unsigned width = params.width, height = params.height;

@@ -108,9 +108,9 @@ def test_struct_layouts_match_the_kernel():
     offsets = [int(v) for v in match.group(2).split(",")]
     assert int(match.group(1)) == len(expected)
     assert offsets == expected
-    assert PATH_PARAMS.itemsize == 400 and MESH_RECORD.itemsize == 152 and EMITTER_TRIANGLE.itemsize == 64
-    assert SCENE_RECORD.itemsize == 56 and PATH_PARAMS.fields["scene"][1] == 144  # the single camera's part unmoved
-    assert PATH_PARAMS.fields["batch"][1] == 200 and PATH_PARAMS.fields["out"][1] == 304
+    assert PATH_PARAMS.itemsize == 424 and MESH_RECORD.itemsize == 152 and EMITTER_TRIANGLE.itemsize == 64
+    assert SCENE_RECORD.itemsize == 80 and PATH_PARAMS.fields["scene"][1] == 144  # the single camera's part unmoved
+    assert PATH_PARAMS.fields["batch"][1] == 224 and PATH_PARAMS.fields["out"][1] == 328
 
 
 def test_layout_probe_detects_a_mismatch():

@@ -4,6 +4,8 @@ whole."""
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from optixasync.render import RenderOptions
@@ -46,3 +48,24 @@ def test_other_inputs_or_a_foreign_write_fill_the_block_whole():
     params["seed"] = 7  # written by someone else since
     assert not refill.counts_only(params, static, b"scene", 1, 1, True)
     assert int(params["sample_offset"]) == 0  # nothing was written
+
+
+class Buffer:
+    """Stands for a device buffer among a block's inputs (the accumulation, a frame slot's output)."""
+
+
+def test_a_remembered_block_keeps_none_of_its_buffers_alive_and_is_forgotten_with_them():
+    refill, params = ParamsRefill(PATH_PARAMS), block()
+    accum, image = Buffer(), Buffer()
+    refill.remember(params, (OPTIONS, BASIS, accum, None, image), b"scene")
+    assert refill.counts_only(params, (OPTIONS, BASIS, accum, None, image), b"scene", 1, 1, True)
+    gone = weakref.ref(image)
+    del image  # its owner let it go (a closed scheduler's slot): the remembered block does not keep it
+    assert gone() is None
+    assert refill._blocks == {}  # forgotten with it: a new object at the same address is never taken for it
+    assert not refill.counts_only(params, (OPTIONS, BASIS, accum, None, Buffer()), b"scene", 2, 1, True)
+    static = (OPTIONS, BASIS, accum, None, Buffer())
+    refill.remember(params, static, b"scene")
+    assert refill.counts_only(params, static, b"scene", 3, 1, True)
+    refill.clear()
+    assert refill._blocks == {}

@@ -38,7 +38,19 @@ from optixasync.render._layout import OUTPUT_RECORD, PATH_PARAMS
 from optixasync.render._path import COMPILE_OPTIONS
 from optixasync.render._source import pathtracer_source
 from optixasync.render._worlds import WorldLayout, place_host
-from optixasync.scene import Camera, Material, Scene, cornell_box, cube, rectangle, sphere
+from optixasync.scene import (
+    Camera,
+    Curves,
+    CustomPrimitives,
+    Material,
+    MeshMotion,
+    Scene,
+    Spheres,
+    cornell_box,
+    cube,
+    rectangle,
+    sphere,
+)
 
 W, H = 8, 6
 
@@ -391,6 +403,54 @@ def test_bad_batches_fail_before_gpu_work(kwargs, error, match):
     with pytest.raises(error, match=match):
         RenderPipeline(Untouchable(), cornell_box(), options, **kwargs)
     assert Tonemap.batches  # the stages that take a batch say so
+
+
+def scene_with(kind: str) -> Scene:
+    """The Cornell box with spheres, curves, a custom primitive or a moving mesh."""
+    scene = cornell_box()
+    if kind == "spheres":
+        scene.add(Spheres([[0.0, 1.0, 0.0], [0.3, 1.0, 0.0]], 0.1))
+    elif kind == "curves":
+        scene.add(Curves.from_strands([np.array([[0.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.1, 1.5, 0.0]])], 0.02, "linear"))
+    elif kind == "custom":
+        scene.add(CustomPrimitives("disk", [[0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.2]]))
+    else:
+        shift = [np.array([[1.0, 0, 0, x], [0, 1, 0, 0], [0, 0, 1, 0]]) for x in (0.0, 0.1)]
+        scene.meshes[0].motion = MeshMotion(transforms=shift)
+    return scene
+
+
+@pytest.mark.parametrize("kind", ["spheres", "curves", "custom", "motion"])
+@pytest.mark.parametrize("kwargs, named", [
+    ({"views": views(2)}, "views"),
+    ({"worlds": Worlds(2)}, "worlds"),
+    ({"integrator": "gbuffer", "outputs": ("albedo",)}, "integrator='gbuffer'"),
+    ({"outputs": ("image", "depth", "mesh_id")}, r"outputs \['depth', 'mesh_id'\]"),
+    ({"options": RenderOptions(width=W, height=H, sample_lanes=0)}, "sample_lanes=0"),
+])
+def test_batches_on_shapes_custom_primitives_or_motion_fail_before_gpu_work(kind, kwargs, named):
+    """A batch's raygens know mesh records only (record ids, motion vectors): refused, naming the argument."""
+    kwargs = dict(kwargs)  # one dict for every kind
+    options = kwargs.pop("options", RenderOptions(width=W, height=H))
+    with pytest.raises(ValueError, match=f"^{named} is not supported yet on scenes with spheres, curves, custom "
+                                         "primitives or motion: a batch's raygens know mesh records only"):
+        RenderPipeline(Untouchable(), scene_with(kind), options, **kwargs)
+
+
+def test_batches_on_shapes_name_every_argument_asked_for():
+    with pytest.raises(ValueError, match=r"^views and worlds and outputs \['depth'\] are not supported yet"):
+        RenderPipeline(Untouchable(), scene_with("spheres"), RenderOptions(width=W, height=H), views=views(2),
+                       worlds=Worlds(2), outputs=("image", "depth"))
+
+
+def test_the_colour_of_one_camera_on_shapes_is_no_batch(gpu):
+    """The single camera's outputs on a scene with spheres or motion: its raygen, no batch's, nothing refused."""
+    for kind in ("spheres", "motion"):
+        p = pipeline(scene=scene_with(kind), outputs=("image", "radiance", "albedo", "normal"))
+        assert not p.batched and not p._lanes
+        with p.scheduler.frame() as frame:
+            p.record(frame, 1)
+        assert frame.launches[0].batch is None
 
 
 def test_too_many_instances_is_an_id_overflow_before_gpu_work():

@@ -347,10 +347,10 @@ def test_steady_state_graph_frames_have_no_stall(ctx, busy):
         for r in sched.poll():
             r.release()
 
-    for k in range(6):  # the eager frames and the captures
+    for k in range(20):  # the eager frames, the captures and their variants, the driver's first launches
         frame(k)
     with syncwatch() as watch:
-        for k in range(6, 56):
+        for k in range(20, 70):
             frame(k)
     sched.drain()
     report = watch.report
