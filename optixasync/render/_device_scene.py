@@ -141,6 +141,8 @@ class DeviceScene:
         The set-up stream (uploads, tables, the build).
     emitters : EmitterTable, optional
         The scene's :func:`host_emitter_table`, when the caller made it already.
+    checked : bool
+        The scene was checked by the caller just now (``check_scene``): not checked again.
 
     Attributes
     ----------
@@ -178,9 +180,10 @@ class DeviceScene:
         are placed once, at creation: nothing increments it yet.
     """
 
-    def __init__(self, ctx: Context, scene: Scene, stream: Any, emitters: EmitterTable | None = None) -> None:
+    def __init__(self, ctx: Context, scene: Scene, stream: Any, emitters: EmitterTable | None = None, *,
+                 checked: bool = False) -> None:
         self.ctx = ctx
-        self.scene = check_scene(scene)
+        self.scene = scene if checked else check_scene(scene)  # checked: the caller just did (RenderPipeline)
         self.instanced = needs_instances(scene)
         self.moving = bool(scene.moving)
         self._transforms: list[Any] = []

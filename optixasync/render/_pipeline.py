@@ -158,7 +158,7 @@ class RenderPipeline:
         self.ctx = ctx
         self.stream = create_stream() if stream is None else as_cupy_stream(stream)
         self._closed = False
-        self.device_scene = DeviceScene(ctx, scene, self.stream, emitters)
+        self.device_scene = DeviceScene(ctx, scene, self.stream, emitters, checked=True)
         try:
             self.integrator: Integrator = cls(ctx, self.device_scene, self._plan.variants)
         except BaseException:

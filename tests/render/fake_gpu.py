@@ -63,7 +63,7 @@ class FakeDeviceScene:
 
     instances: list[FakeDeviceScene] = []
 
-    def __init__(self, ctx, scene, stream, emitters=None) -> None:
+    def __init__(self, ctx, scene, stream, emitters=None, *, checked=False) -> None:
         self.scene, self.stream = scene, stream
         self.record = np.zeros((), SCENE_RECORD)
         self.hit_records = len(scene.meshes)
