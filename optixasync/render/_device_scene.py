@@ -144,6 +144,8 @@ class DeviceScene:
     instances : bool
         Build one instance per mesh (an instance structure over a GAS per distinct geometry) even when no mesh
         has a transform: what many worlds place (:mod:`._device_worlds`).
+    checked : bool
+        The scene was checked by the caller just now (``check_scene``): not checked again.
 
     Attributes
     ----------
@@ -182,9 +184,9 @@ class DeviceScene:
     """
 
     def __init__(self, ctx: Context, scene: Scene, stream: Any, emitters: EmitterTable | None = None, *,
-                 instances: bool = False) -> None:
+                 instances: bool = False, checked: bool = False) -> None:
         self.ctx = ctx
-        self.scene = check_scene(scene)
+        self.scene = scene if checked else check_scene(scene)  # checked: the caller just did (RenderPipeline)
         self.instanced = needs_instances(scene) or bool(instances)
         self.moving = bool(scene.moving)
         self._transforms: list[Any] = []

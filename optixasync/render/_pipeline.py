@@ -175,7 +175,8 @@ class RenderPipeline(BatchFrames, StillFrames):
         self._closed = False
         self._lanes = lanes_compiled(self._options, self.views, self.batched)
         variants = batch_variants(self._plan.variants, self.batched, layout is not None, self._lanes)
-        self.device_scene = DeviceScene(ctx, scene, self.stream, emitters, instances=layout is not None)
+        self.device_scene = DeviceScene(ctx, scene, self.stream, emitters, instances=layout is not None,
+                                        checked=True)
         self.integrator: Integrator
         self.integrator, self._batch = make_integrator(ctx, cls, self.device_scene, variants, self.views, layout,
                                                        self.stream)

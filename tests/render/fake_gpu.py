@@ -84,7 +84,7 @@ class FakeDeviceScene:
 
     instances: list[FakeDeviceScene] = []
 
-    def __init__(self, ctx, scene, stream, emitters=None, instances=False) -> None:
+    def __init__(self, ctx, scene, stream, emitters=None, *, instances=False, checked=False) -> None:
         self.scene, self.stream = scene, stream
         self.record = np.zeros((), SCENE_RECORD)
         self.hit_records = len(scene.meshes)
