@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import io
 import json
 import pstats
 import statistics
@@ -65,7 +66,47 @@ def _quantiles(values: list[int]) -> tuple[float, float]:
     return statistics.median(ordered) / 1e3, ordered[int(0.95 * (len(ordered) - 1))] / 1e3
 
 
-class Case:
+class _Phased:
+    """What both cases share: ``frame(k, keep)`` records ``phases`` into ``times``; run them, or profile them."""
+
+    phases: tuple[str, ...] = PHASES
+    label: str
+    sched: Any
+    times: dict[str, list[int]]
+
+    def frame(self, k: int, keep: bool) -> None:
+        raise NotImplementedError
+
+    def row(self) -> dict[str, Any]:
+        """The table row's first cells."""
+        return {"case": self.label}
+
+    def run(self, frames: int, warmup: int) -> dict[str, Any]:
+        for k in range(warmup + frames):
+            self.frame(k, keep=k >= warmup)
+        for result in self.sched.drain():
+            result.release()
+        summary = self.sched.stats.summary(skip=warmup)
+        row = self.row()
+        for name in self.phases:
+            row[name] = _quantiles(self.times[name])
+        row["submit_ms"] = (summary["submit_ms"]["median"] * 1e3, summary["submit_ms"]["p95"] * 1e3)
+        return row
+
+    def profile(self, frames: int, top: int) -> str:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for k in range(frames):
+            self.frame(k, keep=False)
+        profiler.disable()
+        for result in self.sched.drain():
+            result.release()
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+        return out.getvalue()
+
+
+class Case(_Phased):
     """One configuration of the empty frame, recorded phase by phase.
 
     ``mode``: ``"eager"`` (launch and readback in the body, as ``BusyWorkload.record``), ``"work"`` (the same
@@ -118,31 +159,6 @@ class Case:
                                    strict=True):
                 self.times[name].append(value)
 
-    def run(self, frames: int, warmup: int) -> dict[str, Any]:
-        for k in range(warmup + frames):
-            self.frame(k, keep=k >= warmup)
-        self.sched.drain()
-        summary = self.sched.stats.summary(skip=warmup)
-        row: dict[str, Any] = {"case": self.label}
-        for name in PHASES:
-            row[name] = _quantiles(self.times[name])
-        row["submit_ms"] = (summary["submit_ms"]["median"] * 1e3, summary["submit_ms"]["p95"] * 1e3)
-        return row
-
-    def profile(self, frames: int, top: int) -> str:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        for k in range(frames):
-            self.frame(k, keep=False)
-        profiler.disable()
-        self.sched.drain()
-        import io
-
-        out = io.StringIO()
-        stats = pstats.Stats(profiler, stream=out)
-        stats.sort_stats("tottime").print_stats(top)
-        return out.getvalue()
-
     def close(self) -> None:
         self.sched.close()
 
@@ -150,8 +166,10 @@ class Case:
 PIPELINE_PHASES = ("begin_frame", "record", "submit", "poll", "frame")
 
 
-class PipelineCase:
+class PipelineCase(_Phased):
     """A render pipeline's frame over the stubs, eager or as the slot's graph replayed, phase by phase."""
+
+    phases = PIPELINE_PHASES
 
     def __init__(self, cuda: StubCuda, label: str, *, graph: bool, cloth: bool, size: int = 512) -> None:
         self.label = label
@@ -165,6 +183,9 @@ class PipelineCase:
                                                readback="image")
         self.sched = self.pipeline.scheduler
         self.times: dict[str, list[int]] = {name: [] for name in PIPELINE_PHASES}
+
+    def row(self) -> dict[str, Any]:
+        return {"case": self.label, "graphs": self.sched.stats.graphs.as_dict()}
 
     def frame(self, k: int, keep: bool) -> None:
         clock = time.perf_counter_ns
@@ -182,30 +203,6 @@ class PipelineCase:
         if keep:
             for name, value in zip(PIPELINE_PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0), strict=True):
                 self.times[name].append(value)
-
-    def run(self, frames: int, warmup: int) -> dict[str, Any]:
-        for k in range(warmup + frames):
-            self.frame(k, keep=k >= warmup)
-        for result in self.sched.drain():
-            result.release()
-        summary = self.sched.stats.summary(skip=warmup)
-        row: dict[str, Any] = {"case": self.label, "graphs": self.sched.stats.graphs.as_dict()}
-        for name in PIPELINE_PHASES:
-            row[name] = _quantiles(self.times[name])
-        row["submit_ms"] = (summary["submit_ms"]["median"] * 1e3, summary["submit_ms"]["p95"] * 1e3)
-        return row
-
-    def profile(self, frames: int, top: int) -> str:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        for k in range(frames):
-            self.frame(k, keep=False)
-        profiler.disable()
-        import io
-
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
-        return out.getvalue()
 
     def close(self) -> None:
         self.pipeline.close()
