@@ -43,13 +43,6 @@ def busy(ctx):
     return BusyWorkload(ctx)
 
 
-class KernelBusy(KernelBusyWorkload):
-    """The kernel workload as a work function: ``kernel(f, n)``."""
-
-    def __call__(self, f, n: int = N_OUT) -> None:
-        self.record(f, n)
-
-
 def ran_eagerly(counts: dict, frames: int) -> None:
     """At least ``frames`` frames asked for graphs ran eagerly because of their OptiX launches or refits; none replayed."""
     assert counts["replays"] == 0, counts
@@ -65,14 +58,14 @@ def busy_frames(ctx, busy, graphs: bool, frames: int = FRAMES, slots: int = 2, s
     """
     sched = FrameScheduler(ctx, slots, params_dtype=BUSY_PARAMS, graphs=graphs,
                            options={"max_queued_results": frames})
-    kernel = KernelBusy()
+    kernel = KernelBusyWorkload()
 
     def work(f):
         if optix:
             f.launch(busy.pipeline, busy.sbt, N_OUT)
             f.readback(f.buffer("out", (N_OUT,), np.float32), "out")
         else:
-            kernel(f)
+            kernel.record(f, N_OUT)
 
     out = []
     for k in range(frames):
@@ -214,10 +207,10 @@ def test_the_cloth_with_its_million_triangle_refit_inside_the_graph_equals_eager
 def test_every_invalidation_captures_again_and_stays_correct(ctx, busy):
     sched = FrameScheduler(ctx, 1, params_dtype=BUSY_PARAMS, graphs=True, options={"max_queued_results": 64})
     n = [N_OUT]
-    kernel = KernelBusy()
+    kernel = KernelBusyWorkload()
 
     def work(f):
-        kernel(f, n[0])
+        kernel.record(f, n[0])
 
     held = []
 
@@ -338,7 +331,10 @@ def test_steady_state_graph_frames_have_no_stall(ctx, busy):
     except ImportError as exc:
         pytest.skip(f"cupti-python is not installed ({exc}): pip install 'optixasync[diagnostics]'")
     sched = FrameScheduler(ctx, 2, params_dtype=BUSY_PARAMS, graphs=True)
-    work = KernelBusy()
+    kernel = KernelBusyWorkload()
+
+    def work(f):
+        kernel.record(f, N_OUT)
 
     def frame(k):
         with sched.frame(work) as f:
