@@ -139,7 +139,7 @@ def parent(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(ROOT))
     from optixasync.testing import require_gpu
 
-    status = require_gpu("bench_commits")
+    status = require_gpu("bench_commits.py")
     if status is not None:
         return status
     trees: dict[str, Path] = {}
