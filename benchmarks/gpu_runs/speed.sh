@@ -24,6 +24,11 @@ trees=(--tree af8dcb6=.trees/af8dcb6 --tree 195a6c2=.trees/195a6c2 --tree b0a818
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 step commits python benchmarks/bench_commits.py "${trees[@]}" --specialize --mitsuba --repeat 2 --again af8dcb6 \
     --again work --again work+spec --out "$OUT/commits.json"
+# The register budget of the path tracer's module, swept on the working tree (generic and specialized).
+for regs in 56 64 72 96; do
+    step "registers_$regs" env OPTIXASYNC_MAX_REGISTERS=$regs python benchmarks/bench_commits.py --specialize \
+        --scene cornell64 --scene material64 --runs 3 --out "$OUT/registers_$regs.json"
+done
 step profile python benchmarks/profile_pathtracer.py --tree af8dcb6=.trees/af8dcb6 --specialize --out "$OUT/profile"
 step pytest_render python -m pytest -m gpu tests/render -q -p no:cacheprovider
 step pytest_render_specialized env OPTIXASYNC_SPECIALIZE=1 python -m pytest -m gpu tests/render -q -p no:cacheprovider

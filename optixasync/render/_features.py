@@ -36,10 +36,13 @@ from .lights import light_types
 if TYPE_CHECKING:
     from ..scene import Scene
 
-__all__ = ["GENERIC", "SPECIALIZE_ENV", "ProgramFeatures", "scene_features", "specialize_programs"]
+__all__ = ["GENERIC", "MAX_REGISTERS_ENV", "SPECIALIZE_ENV", "ProgramFeatures", "max_registers", "scene_features",
+           "specialize_programs"]
 
 #: Environment variable: ``1`` compiles the path tracer for each scene's features (:func:`scene_features`).
 SPECIALIZE_ENV = "OPTIXASYNC_SPECIALIZE"
+#: Environment variable: the register budget per thread of the path tracer's module (0 or unset: OptiX's choice).
+MAX_REGISTERS_ENV = "OPTIXASYNC_MAX_REGISTERS"
 
 #: The switches of ``kernels/pathtracer/features.h``, by field.
 _MACROS = {"textures": "OA_HAS_TEXTURES", "environment": "OA_HAS_ENVIRONMENT", "any_hit": "OA_HAS_ANYHIT",
@@ -50,6 +53,24 @@ _MACROS = {"textures": "OA_HAS_TEXTURES", "environment": "OA_HAS_ENVIRONMENT", "
 def specialize_programs() -> bool:
     """Whether :data:`SPECIALIZE_ENV` asks for programs specialized per scene (``1``, ``true`` or ``yes``)."""
     return os.environ.get(SPECIALIZE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def max_registers() -> int:
+    """The register budget :data:`MAX_REGISTERS_ENV` asks for the path tracer's module (0: OptiX's own choice).
+
+    A tuning knob for the speed table (fewer registers, more resident warps, perhaps spills), not yet measured.
+
+    Raises
+    ------
+    ValueError
+        On a value that is not a whole number from 0 to 255 (ASCII digits).
+    """
+    text = os.environ.get(MAX_REGISTERS_ENV, "").strip()
+    if not text:
+        return 0
+    if not (text.isascii() and text.isdigit()) or int(text) > 255:
+        raise ValueError(f"{MAX_REGISTERS_ENV} must be a whole number from 0 to 255, got {text!r}")
+    return int(text)
 
 
 @dataclass(frozen=True)

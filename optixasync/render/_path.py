@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._optix._types import CompileDebugLevel, CompileOptimizationLevel, TraversableGraphFlags
 from ..program import CompileOptions, Module, ModuleOptions, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
-from ._features import GENERIC, ProgramFeatures, scene_features, specialize_programs
+from ._features import GENERIC, ProgramFeatures, max_registers, scene_features, specialize_programs
 from ._integrator import Integrator, Launch, PreparedLaunch, register_integrator
 from ._layout import PATH_PARAMS
 from ._outputs import OUTPUTS, SUMS_OUTPUTS, VARIANT_VIEWS, VIEWS, WORLDS, output_mask
@@ -127,7 +127,8 @@ class PathIntegrator(Integrator):
         source = pathtracer_source(masks, shapes=bool(kinds), motion=scene.moving, custom="custom" in kinds,
                                    features=self.features)
         options = pipeline_options(scene.instanced, scene.moving, kinds)
-        self.module = Module(ctx, source.text, pipeline_options=options, module_options=MODULE_OPTIONS,
+        module_options = dataclasses.replace(MODULE_OPTIONS, max_register_count=max_registers())
+        self.module = Module(ctx, source.text, pipeline_options=options, module_options=module_options,
                              compile_options=dataclasses.replace(COMPILE_OPTIONS, include_dirs=source.include_dirs))
         self.miss_radiance = ProgramGroup.miss(ctx, self.module, "__miss__radiance")
         self.miss_shadow = ProgramGroup.miss(ctx, self.module, "__miss__shadow")

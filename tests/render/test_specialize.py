@@ -205,3 +205,16 @@ def test_the_comparison_can_fail(tmp_path):
         lib = build_pathtracer_library(tmp_path / name, (0, IMAGE), features=f)
         images.append(HostTracer(lib, scene, RenderOptions(spp=2, seed=11, width=24, height=16)).render(2))
     assert not np.array_equal(images[0], images[1])
+
+
+def test_the_register_budget_is_read_as_ascii_digits(monkeypatch):
+    from optixasync.render._features import MAX_REGISTERS_ENV, max_registers
+
+    monkeypatch.delenv(MAX_REGISTERS_ENV, raising=False)
+    assert max_registers() == 0
+    monkeypatch.setenv(MAX_REGISTERS_ENV, " 64 ")
+    assert max_registers() == 64
+    for bad in ("-1", "256", "6\u0664", "sixty", "64.0"):
+        monkeypatch.setenv(MAX_REGISTERS_ENV, bad)
+        with pytest.raises(ValueError, match=MAX_REGISTERS_ENV):
+            max_registers()
