@@ -33,6 +33,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..validation import parse_ascii_int
 from ._hosts import is_loopback
 
 __all__ = ["AccessPolicy", "PUBLIC_ROUTES", "parse_host"]
@@ -63,7 +64,9 @@ def parse_host(header: str | None) -> str | None:
             return None
     if rest:
         port = rest[1:] if rest.startswith(":") else None
-        if port is None or not port.isdigit() or not 0 < int(port) <= 65535:
+        try:
+            parse_ascii_int(port or "", "port", low=1, high=65535)  # ASCII digits: '999\u00b99' is no port
+        except ValueError:
             return None
     return name
 

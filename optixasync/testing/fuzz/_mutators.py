@@ -1,6 +1,10 @@
-"""Mutators of the fuzz suite: hostile values, JSON trees changed in place, bytes flipped, cut and spliced.
+"""Mutators of the fuzz targets: hostile values, JSON trees changed in place, bytes flipped, cut and spliced.
 
 All randomness comes from the ``random.Random`` passed in, so a seed gives the same cases every time.
+
+Blocking calls
+--------------
+None.
 """
 
 from __future__ import annotations
@@ -8,6 +12,8 @@ from __future__ import annotations
 import copy
 import random
 from typing import Any
+
+__all__ = ["HOSTILE_PATHS", "HOSTILE_VALUES", "hostile", "mutate_bytes", "mutate_json", "mutate_text"]
 
 #: Paths a hostile asset names: out of its folder in every spelling, and odd files inside it.
 HOSTILE_PATHS = [
