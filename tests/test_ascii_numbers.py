@@ -78,3 +78,9 @@ def test_obj_numbers_in_unicode_digits_are_refused(tmp_path, statement, message)
     (tmp_path / "m.obj").write_text(f"v 0 0 0\nv 1 0 0\nv 0 1 0\n{statement}\nf 1 2 3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=message):
         load_obj(tmp_path / "m.obj")
+
+
+@pytest.mark.parametrize("header", ["R\u00a0", "\u00a0localhost", "localhost\u2003", "\uff4cocalhost", "127.0.0.1\u3000"])
+def test_a_host_header_with_non_ascii_characters_is_refused(header):
+    # str.strip() removes Unicode spaces and lower() folds full-width letters: 'R\xa0' was read as the host 'r'.
+    assert parse_host(header) is None

@@ -57,6 +57,15 @@ Blocking calls
 Everything else (copies from pinned memory, stream-ordered allocations,
 event records and queries) is asynchronous.
 
+Lifetime
+--------
+A submitted frame's slot and holds (the programs it launched, its uploads,
+what its recorder held: a render pipeline holds itself) are handed to the
+context's deferred release behind the frame's fence (one ``cudaEventQuery``
+of the oldest held set per submit). So a scheduler, a pipeline or the
+frames dropped without ``close()`` while frames are in flight, in any order,
+free nothing that a queued launch still reads.
+
 With NVTX on (``OPTIXASYNC_NVTX=1``), the phases are named ranges:
 ``optixasync.acquire``, ``.upload``, ``.launch``, ``.readback``, ``.submit``.
 """
@@ -291,6 +300,11 @@ class FrameScheduler:
         now = _clock()
         stats.submit_ms = recorded + (now - start) * 1e3  # the work's own methods ran inside this span
         stats.host_submit = now
+        # What the frame's GPU work reads (its slot: parameters, buffers, destinations, graph; its holds: the
+        # programs it launched, its uploads, the render pipeline that recorded it) lives until its fence has
+        # passed, in the context's keeping: dropping this scheduler, the pipeline or the frame first, in any
+        # order, frees none of it under the GPU (the ring goes with the scheduler).
+        self.ctx.deferred.hold(fence, self._slots[frame.slot], tuple(frame.holds))
         with self._lock:
             ahead = self._ring.pending()
             self._ring.submit(fence, frame)
@@ -371,6 +385,7 @@ class FrameScheduler:
                 for slot in self._slots:
                     slot.release()  # a Frame the caller still holds must not keep the slot's memory
                 self._slots = []
+                self.ctx.deferred.collect()  # the frames' fences have passed: what they held goes now
 
     def _end_recording(self) -> None:
         """For close(): end the frame being recorded, if any, so that its handle completes (with an error)."""

@@ -45,9 +45,9 @@ _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,
 
 def parse_host(header: str | None) -> str | None:
     """The host name of a ``Host`` header (``name``, ``name:port``, ``[v6]:port``), lower case; None if malformed."""
-    if not header or len(header) > 255:
-        return None
-    header = header.strip().lower()
+    if not header or len(header) > 255 or not header.isascii():
+        return None  # str.strip() and lower() would also fold non-ASCII text ('r\xa0' -> 'r')
+    header = header.strip(" \t").lower()
     if header.startswith("["):
         end = header.find("]")
         if end < 0:

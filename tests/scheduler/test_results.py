@@ -460,6 +460,28 @@ class StubSlot:
         self.released = True
 
 
+class FakeDeferred:
+    """The context's deferred release over fake fences: sets held until their fence is done."""
+
+    def __init__(self) -> None:
+        self.held: list = []
+
+    def hold(self, fence, *objects) -> None:
+        self.held.append((fence, objects))
+        self.collect()
+
+    def collect(self) -> int:
+        before = len(self.held)
+        while self.held and self.held[0][0].done:
+            self.held.pop(0)
+        return before - len(self.held)
+
+
+class FakeContext:
+    def __init__(self) -> None:
+        self.deferred = FakeDeferred()
+
+
 def cpu_scheduler(slots: int = 4, thread: bool = False, fences=None) -> FrameScheduler:
     """A FrameScheduler without a GPU: fake fences (from ``fences``, else passed ones), no timing, stub slots."""
     _fake, ring, completion, stats = make(thread=thread, slots=slots)
@@ -467,7 +489,7 @@ def cpu_scheduler(slots: int = 4, thread: bool = False, fences=None) -> FrameSch
     completion.new_fence = lambda: next(fences, None) or FakeFence(True)
     sched = object.__new__(FrameScheduler)
     sched.options, sched.stats, sched.stream, sched.params_dtype = completion._options, stats, FakeStream(), None
-    sched.ctx = None  # never used: the stub slots and fences need no device
+    sched.ctx = FakeContext()  # the stub slots and fences need no device; submitted frames' sets are held here
     sched.graphs = False
     sched.frames_in_flight, sched._ring, sched._lock, sched._completion = slots, ring, completion._lock, completion
     sched._slots = [StubSlot(i) for i in range(slots)]
