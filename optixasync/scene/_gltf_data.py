@@ -9,6 +9,11 @@ substitution) and images (Pillow), each with bounds checks whose errors
 name the file and the element, and each count checked against
 :class:`~optixasync.scene.LoadLimits` before it is allocated. It also holds
 the file's warnings, so each is given once, at the caller's line.
+
+Blocking calls
+--------------
+None: host files and numpy (an image's declared media type, such as
+``application/octet-stream``, is text, not a CUDA stream).
 """
 
 from __future__ import annotations
