@@ -21,7 +21,9 @@ made when the frame retires:
   ``max_queued_results``; beyond that ``on_full`` decides: drop the oldest
   (counted in ``stats.dropped_results``, logged once) or raise
   :class:`~optixasync.errors.ResultsOverflowError` from the next
-  ``begin_frame``.
+  ``begin_frame``. Neither happens to the frames :meth:`~FrameScheduler.drain`
+  waits for, nor inside :meth:`~FrameScheduler.holding_results` (a render
+  pipeline's ``frames()`` runs in one): those consumers return every result.
 
 So ``poll()`` never returns a result that was asked for through its handle
 first, but a result that ``poll()`` returned is still given by its handle if
@@ -72,9 +74,10 @@ With NVTX on (``OPTIXASYNC_NVTX=1``), the phases are named ranges:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -341,12 +344,33 @@ class FrameScheduler:
             return self._completion.results.take_all()
 
     def drain(self) -> list[FrameResult]:
-        """Wait for every submitted frame; return the completed frames queued for polling."""
+        """Wait for every submitted frame; return the completed frames queued for polling.
+
+        The frames it waits for are all returned, however many: the queue's bound (``max_queued_results``) drops
+        or refuses nothing meanwhile.
+        """
         with self._lock:
             last = self._ring.next_index - 1
-        if last >= 0:
-            self._completion.retire_through(last)
-        return self.poll()
+        with self.holding_results():
+            if last >= 0:
+                self._completion.retire_through(last)
+            return self.poll()
+
+    @contextlib.contextmanager
+    def holding_results(self) -> Iterator[None]:
+        """While the block runs, results queued for ``poll()`` are never dropped and never overflow.
+
+        For a consumer that polls every result it makes happen (:meth:`drain`, a render pipeline's ``frames``):
+        beyond ``max_queued_results``, ``on_full`` applies again after the block (to results never polled).
+        """
+        results = self._completion.results
+        with self._lock:
+            results.holding += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                results.holding -= 1
 
     @property
     def in_flight(self) -> int:

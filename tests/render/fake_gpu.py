@@ -286,6 +286,15 @@ class FakeScheduler:
         ready, self.pending = self.pending, []
         return self._retire(ready)
 
+    @contextlib.contextmanager
+    def holding_results(self):
+        """The fake keeps every result anyway (no queue bound); counted, so a test can see it was asked."""
+        self.holding = getattr(self, "holding", 0) + 1
+        try:
+            yield
+        finally:
+            self.holding -= 1
+
     def close(self) -> None:
         self.closed = True
 

@@ -609,3 +609,35 @@ def test_a_result_with_an_8_bit_image_shows_as_a_png_in_a_notebook():
         assert picture.getpixel((3, 2)) == (200, 0, 0)
     assert FrameResult(0, {"image": image.astype(np.float32)}, FrameStats(index=0))._repr_png_() is None
     assert FrameResult(0, {"x": image}, FrameStats(index=0))._repr_png_() is None
+
+
+@pytest.mark.parametrize("on_full", ["drop_oldest", "raise"])
+def test_drain_returns_every_frame_it_waits_for_beyond_the_queue_bound(on_full):
+    """8 frames in flight, a bound of 4: the 8 retire inside drain(), and drain() returns the 8 (the policy was
+    meant for results nobody polls, and drain() is about to return them)."""
+    fences = [FakeFence(False) for _ in range(8)]
+    sched = cpu_scheduler(slots=8, fences=fences)
+    sched._completion.results.bound = 2
+    sched._completion.results.drop_oldest = on_full == "drop_oldest"
+    for _ in range(8):
+        with sched.frame():
+            pass
+    assert [r.index for r in sched.drain()] == list(range(8))
+    assert sched.stats.dropped_results == 0 and not sched._completion.results.overflowing
+    for _ in range(4):  # outside drain the policy applies again
+        with sched.frame():
+            pass
+    assert len(sched.poll()) == (2 if on_full == "drop_oldest" else 4)
+
+
+def test_holding_results_keeps_every_result_queued_until_it_ends():
+    sched = cpu_scheduler(slots=4)
+    sched._completion.results.bound = 1
+    with sched.holding_results():
+        for _ in range(4):
+            with sched.frame():
+                pass
+        sched._completion.retire_completed()  # the four retire together (what the completion thread does)
+        assert len(sched._completion.results) == 4 and not sched._completion.results.overflowing
+    assert sched._completion.results.overflowing  # over the bound once the block ended: the policy again
+    assert [r.index for r in sched.poll()] == [0, 1, 2, 3]
