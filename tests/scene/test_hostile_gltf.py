@@ -256,3 +256,28 @@ def test_warnings_name_the_callers_line(tmp_path):
         line = sys._getframe().f_lineno + 1
         load_gltf(path)
     assert (record[0].filename, record[0].lineno) == (__file__, line)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 64, 1 << 20])
+def test_the_depth_scan_in_pieces_gives_the_depth_of_the_whole(chunk):
+    from optixasync.scene._gltf_json import json_depth
+
+    texts = [b'{"a": [1, "x\\\\"], "b": "[[\\"["}', b'[[["\\\\\\"]]]"]]]', b'{"k": "}}}}"}', b"[]" * 5 + b"[[[]]]",
+             b'"\\\\\\\\"[', b"[" * 50 + b"]" * 50]
+    for text in texts:
+        assert json_depth(text, chunk) == json_depth(text, len(text) + 1), text
+
+
+def test_the_depth_scan_of_a_large_file_uses_memory_bounded_by_its_piece():
+    import tracemalloc
+
+    from optixasync.scene._gltf_json import DEPTH_CHUNK, json_depth
+
+    raw = b"[" * (4 << 20) + b"]" * (4 << 20)  # 8 MiB of brackets: the worst case for the scan
+    tracemalloc.start()
+    try:
+        assert json_depth(raw) == 4 << 20
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * DEPTH_CHUNK, peak  # whole, the scan took about 25 bytes per byte: 200 MiB here
