@@ -93,6 +93,10 @@ class AssetFiles:
                 raise AssetPathError(owner, element, reference, "its percent-encoding is not UTF-8") from None
         if "\0" in text:
             raise AssetPathError(owner, element, reference, "it contains a NUL character")
+        try:
+            os.fsencode(text)
+        except UnicodeError:  # a lone surrogate (JSON's "\ud800"): no file system name
+            raise AssetPathError(owner, element, reference, "it is not valid Unicode (a lone surrogate)") from None
         if uri and _SCHEME.match(text) and not re.match(r"^[A-Za-z]:[/\\]", text):
             raise AssetPathError(owner, element, reference, "only relative file paths and data: URIs are read")
         real = os.path.realpath(os.path.join(base if base is not None else self.folder, text))
@@ -128,6 +132,9 @@ class AssetFiles:
         except OSError as exc:
             if reference is not None and exc.errno in (errno.ELOOP, errno.EMLINK):
                 raise AssetPathError(self.file, element, reference, OUTSIDE) from None
+            if reference is not None:  # a name too long, no permission...: said without the absolute path
+                reason = os.strerror(exc.errno).lower() if exc.errno else type(exc).__name__
+                raise AssetPathError(self.file, element, reference, f"it cannot be opened ({reason})") from None
             raise
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())

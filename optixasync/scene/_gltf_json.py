@@ -32,6 +32,8 @@ GLB_MAGIC = b"glTF"
 _CHUNK_JSON = 0x4E4F534A
 _CHUNK_BIN = 0x004E4942
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
+#: The largest float32: a glTF number beyond it is refused (it would be an infinity where the GPU reads it).
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 _STEPS = np.zeros(256, np.int8)  # +1 for [ and {, -1 for ] and }
 _STEPS[[ord("["), ord("{")]] = 1
 _STEPS[[ord("]"), ord("}")]] = -1
@@ -195,8 +197,10 @@ def number(value: Any, default: float, what: str) -> float:
         out = float(value)
     except OverflowError:  # an integer beyond float's range
         raise ValueError(f"{what} must be a finite number, got an integer of {value.bit_length()} bits") from None
-    if not math.isfinite(out):
-        raise ValueError(f"{what} must be a finite number, got {value!r}")
+    if not math.isfinite(out) or abs(out) > FLOAT32_MAX:
+        # beyond float32's range a value becomes an infinity on the GPU (a light's intensity, an orthographic size)
+        raise ValueError(f"{what} must be a finite number within float32's range (+-{FLOAT32_MAX:.4g}), got "
+                         f"{_shown(value)}")
     return out
 
 

@@ -37,6 +37,7 @@ __all__ = ["TEXTURE_FILTERS", "TEXTURE_WRAPS", "Texture", "TextureTransform", "d
 
 #: Bytes charged to a load's budget per pixel decoded (the decoded image and its conversion).
 _BYTES_PER_PIXEL = 8
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: The image formats a texture file (``load_texture``, an MTL's ``map_*``) may be in: Pillow's decoders of its
 #: own. Pillow knows more (EPS among them, which it hands to Ghostscript, with no time bound): those are refused.
 TEXTURE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TGA")
@@ -92,8 +93,9 @@ def _pair(value: Any, name: str) -> tuple[float, float]:
         items = [float(v) for v in value]
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be 2 numbers, got {value!r}") from exc
-    if len(items) != 2 or not all(math.isfinite(v) for v in items):
-        raise ValueError(f"{name} must be 2 finite numbers, got {value!r}")
+    if len(items) != 2 or not all(math.isfinite(v) and abs(v) <= _FLOAT32_MAX for v in items):
+        # the matrix is float32: a value beyond its range would be an infinity there
+        raise ValueError(f"{name} must be 2 finite numbers within float32's range, got {value!r:.80}")
     return items[0], items[1]
 
 

@@ -22,6 +22,7 @@ HOSTILE_PATHS = [
     "http://example.invalid/x.bin", "\\\\server\\share\\x", "..\\private\\passwd", "%00", "a%ZZb", "%c3%28",
     ".", "..", "", " ", "./", "t.bin\x00.png", "tex.png/..", "x" * 300, "%2e%2e%2f" * 20 + "etc/passwd",
     "data:application/octet-stream;base64,AAAA", "data:,abc", "data:image/png;base64,!!!!", "data:",
+    "\ud800.bin", "x" * 5000, "sub/\udcff", "data:image/png;base64,JVBTLUFkb2JlLTMuMCBFUFNGLTMuMAo=",
 ]
 #: Values that break assumptions: wrong types, extremes, huge counts, deep nesting.
 HOSTILE_VALUES: list[Any] = [
