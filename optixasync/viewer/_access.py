@@ -71,6 +71,18 @@ def parse_host(header: str | None) -> str | None:
     return name
 
 
+def _port(authority: str, scheme: str) -> int | None:
+    """The port of ``name[:port]`` or ``[v6][:port]`` (a checked header), the scheme's default without one."""
+    end = authority.rfind("]")
+    _name, colon, port = authority[end + 1:].rpartition(":") if end >= 0 else authority.rpartition(":")
+    if not colon:
+        return 443 if scheme.lower().startswith("https") else 80
+    try:
+        return parse_ascii_int(port, "port", low=1, high=65535)
+    except ValueError:
+        return None
+
+
 def _origin_host(origin: str) -> str | None:
     """The host of an ``Origin`` (``http://name[:port]``, ``https://...``), None for anything else."""
     scheme, sep, rest = origin.partition("://")
@@ -158,7 +170,9 @@ class AccessPolicy:
         if not self.host_allowed(host):  # never trust an origin because it matches the (attacker's) Host
             return False
         own = origin.partition("://")[2].lower() == host_header.strip().lower()
-        return own or (not self.loopback and host in self.hosts)
+        # An allowed host's page on another port (another service there) is not the viewer's page.
+        return own or (not self.loopback and host in self.hosts and _port(origin.partition("://")[2], origin) ==
+                       _port(host_header.strip(), "http://"))
 
     def describe(self, url: str) -> str | None:
         """What to tell the user at start: how the viewer is reached beyond loopback; None on loopback."""
