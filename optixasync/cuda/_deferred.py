@@ -114,7 +114,11 @@ class DeferredRelease:
 
     def __del__(self) -> None:
         pending = getattr(self, "_pending", None)
-        if pending:
+        if not pending:
+            return
+        try:
             with _orphans_lock:
                 _orphans.extend(pending)  # still read by queued work: kept until their events pass
             pending.clear()
+        except Exception:  # interpreter shutdown: the module's globals may be gone; the driver reclaims the rest
+            pass
