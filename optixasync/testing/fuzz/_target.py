@@ -68,8 +68,11 @@ class FileTarget(Target):
 
     load: ClassVar[Callable[..., object]]
 
+    def __init__(self) -> None:
+        self._written: list[str] = []  # the files of the case before: removed before the next is written
+
     def call(self, case: dict[str, Any], folder: Path) -> Callable[[], object]:
-        for stale in getattr(self, "_written", ()):
+        for stale in self._written:
             (folder / stale).unlink(missing_ok=True)
         self._written = list(case["files"])
         for name, data in case["files"].items():

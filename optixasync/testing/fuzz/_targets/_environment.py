@@ -129,6 +129,7 @@ class ExrTarget(_EnvironmentTarget):
     isolated = True
 
     def __init__(self) -> None:
+        super().__init__()
         self._seeds: list[bytes] | None = None
 
     def _seed_files(self) -> list[bytes]:

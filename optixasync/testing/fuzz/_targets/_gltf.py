@@ -95,6 +95,7 @@ class GltfTarget(FileTarget):
     load = staticmethod(load_gltf)
 
     def __init__(self) -> None:
+        super().__init__()
         self._seeds: list[GltfBuilder] | None = None
 
     def prepare(self, folder: Path) -> None:

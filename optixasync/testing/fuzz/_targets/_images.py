@@ -56,6 +56,7 @@ class TextureTarget(FileTarget):
     load = staticmethod(load_texture)
 
     def __init__(self) -> None:
+        super().__init__()
         self._seeds: list[bytes] | None = None
 
     def generate(self, rng: random.Random, valid: bool) -> dict[str, Any]:
