@@ -1,4 +1,4 @@
-"""Validation of user input, done on the host before any GPU work: arrays, transforms, option objects.
+"""Validation of user input, done on the host before any GPU work: arrays, transforms, option objects, numbers in text.
 
 Every layer that takes geometry, a transform or an options object checks it
 here, so one input gets one rule and one message wherever it enters.
@@ -8,6 +8,13 @@ values, index range). Device arrays (``__cuda_array_interface__``, or
 ``__dlpack__`` with a CUDA ``__dlpack_device__``) are checked for dtype,
 shape and contiguity only: reading their values back would stall the host,
 which is what this library exists to avoid.
+
+Numbers written in untrusted text (headers, files, messages) are read with
+:func:`parse_ascii_int` and :func:`parse_ascii_float`: ASCII digits only.
+Python's ``int`` and ``float`` also take Unicode digits (``int('\u0661')`` is 1),
+underscores (``'1_0'``), surrounding whitespace, and ``float`` takes
+``'infinity'``; ``str.isdigit`` is true for superscripts (``'\u00b9'``) that
+``int`` then refuses. A format's number is none of those.
 
 Blocking calls
 --------------
@@ -21,7 +28,9 @@ an operation jaxlib gives no non-blocking guarantee for.)
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeVar
 
@@ -42,6 +51,8 @@ __all__ = [
     "dlpack_device",
     "is_c_contiguous",
     "is_device_array",
+    "parse_ascii_float",
+    "parse_ascii_int",
 ]
 
 T = TypeVar("T")
@@ -367,3 +378,69 @@ def coerce_options(cls: type[T], value: Any) -> T:
             raise TypeError(f"unknown {cls.__name__} option(s) {unknown}; accepted: {sorted(names)}")
         return cls(**value)
     raise TypeError(f"expected {cls.__name__}, dict or None, got {type(value).__name__}")
+
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
+_ASCII_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: The longest number text read (a format's numbers are short; Python refuses ints of over 4,300 digits anyway).
+MAX_NUMBER_CHARS = 400
+
+
+def _number_text(text: str | bytes, name: str) -> str:
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("latin-1")  # any byte over 0x7F is then a non-ASCII character, refused below
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be text, got {type(text).__name__}")
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(f"{name}: a number of {len(text):,} characters (at most {MAX_NUMBER_CHARS})")
+    return text
+
+
+def parse_ascii_int(text: str | bytes, name: str = "number", *, signed: bool = False, low: int | None = None,
+                    high: int | None = None) -> int:
+    """The decimal integer ``text`` in ASCII digits, with a sign only when ``signed``, within ``[low, high]``.
+
+    No whitespace, underscores, Unicode digits or other bases: ``'\u0661'``, ``'9\u00b99'``, ``'\uff12'``,
+    ``'1_0'``, ``' 8'`` and ``'0x10'`` are all refused.
+
+    Raises
+    ------
+    ValueError
+        On anything else, or a value outside the range, naming ``name`` and the text (shortened).
+    TypeError
+        If ``text`` is not ``str`` or ``bytes``.
+    """
+    text = _number_text(text, name)
+    if not _ASCII_INT.fullmatch(text) or (not signed and text[0] in "+-"):
+        kind = "a decimal integer in ASCII digits" + ("" if signed else " without a sign")
+        raise ValueError(f"{name} must be {kind}, got {text[:40]!r}")
+    value = int(text)
+    if (low is not None and value < low) or (high is not None and value > high):
+        span = f"[{low}, {high}]" if low is not None and high is not None else (
+            f">= {low}" if low is not None else f"<= {high}")
+        raise ValueError(f"{name} must be {span}, got {value}")
+    return value
+
+
+def parse_ascii_float(text: str | bytes, name: str = "number", *, finite: bool = True) -> float:
+    """The decimal number ``text`` in ASCII (``[+-]digits[.digits][e[+-]digits]``); finite unless ``finite=False``.
+
+    With ``finite=False``, ``nan``, ``inf`` and ``infinity`` (any case, signed) are read too, and so is a value
+    too large for a double (it becomes an infinity); by default they are refused.
+
+    Raises
+    ------
+    ValueError
+        On other text (Unicode digits, underscores, whitespace, hexadecimal), or a non-finite value when
+        ``finite``, naming ``name`` and the text (shortened).
+    TypeError
+        If ``text`` is not ``str`` or ``bytes``.
+    """
+    text = _number_text(text, name)
+    special = text.lstrip("+-").lower() in ("nan", "inf", "infinity") and len(text) - len(text.lstrip("+-")) <= 1
+    if not (_ASCII_FLOAT.fullmatch(text) or special):
+        raise ValueError(f"{name} must be a decimal number in ASCII, got {text[:40]!r}")
+    value = float(text)
+    if finite and not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {text[:40]!r}")
+    return value

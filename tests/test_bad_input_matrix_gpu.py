@@ -585,8 +585,8 @@ simple("pipeline-options-of-another-type", TypeError, "expected RenderOptions",
        lambda e: RenderPipeline(e.ctx, cornell_box(), 16))
 simple("pipeline-unknown-integrator", ValueError, "integrator must be one of",
        lambda e: RenderPipeline(e.ctx, cornell_box(), integrator="photon"))
-simple("pipeline-unknown-output", ValueError, "unknown output 'depth'",
-       lambda e: RenderPipeline(e.ctx, cornell_box(), outputs=("image", "depth")))
+simple("pipeline-unknown-output", ValueError, "unknown output 'depth_of_field'",  # depth is an output
+       lambda e: RenderPipeline(e.ctx, cornell_box(), outputs=("image", "depth_of_field")))
 simple("pipeline-outputs-that-are-not-names", TypeError, "outputs must be output names",
        lambda e: RenderPipeline(e.ctx, cornell_box(), outputs=[3]))
 simple("pipeline-output-no-stage-makes", ValueError, "cannot write 'denoised'",
@@ -598,7 +598,8 @@ simple("pipeline-readback-it-does-not-make", ValueError, "do not make 'albedo'",
 simple("pipeline-zero-frames-in-flight", ValueError, "frames_in_flight",
        lambda e: RenderPipeline(e.ctx, cornell_box(), frames_in_flight=0))
 simple("tonemap-of-an-8-bit-output", ValueError, "linear float output", lambda e: Tonemap("image"))
-simple("tonemap-of-an-unknown-output", ValueError, "unknown output", lambda e: Tonemap("depth"))
+simple("tonemap-of-an-unknown-output", ValueError, "unknown output 'depth_of_field'",
+       lambda e: Tonemap("depth_of_field"))
 simple("write-images-to-a-jpg", ValueError, "unsupported image format '.jpg'", lambda e: WriteImages(e.tmp / "x.jpg"))
 simple("denoise-without-its-guides", ValueError, "albedo=True and normal=True",
        lambda e: Denoise({"albedo": True, "normal": False}))

@@ -63,6 +63,10 @@ def _run(args: argparse.Namespace) -> int:
                              max_depth=args.max_depth, outputs=tuple(_names(args.outputs)),
                              formats=tuple(_names(args.formats)), views_per_variation=args.views_per_variation,
                              seed=args.seed)
+    from pathlib import Path
+
+    if Path(args.out).exists() and not Path(args.out).is_dir():  # before the scene and the GPU set-up
+        raise ValueError(f"--out {args.out} is a file; the dataset's folder must be a folder or not exist yet")
     scene, _cloth = build_scene(choose_scene(args, default="materials"), _PROG)
     import optixasync
 

@@ -110,11 +110,12 @@ def choose_scene(args: argparse.Namespace, default: str = "cornell_box") -> Scen
 
 def _check_env(env: str | None) -> None:
     from optixasync.scene import ENVIRONMENT_SUFFIXES
+    from optixasync.validation import parse_ascii_float
 
     if env is None or Path(env).suffix.lower() in ENVIRONMENT_SUFFIXES:
         return
     try:
-        values = [float(p) for p in env.split(",")]
+        values = [parse_ascii_float(p.strip(), "--env") for p in env.split(",")]
     except ValueError:
         values = []
     if len(values) not in (1, 3) or not all(math.isfinite(v) and v >= 0 for v in values):
@@ -180,6 +181,7 @@ def _asset(path: Any, frames: bool) -> tuple[Any, Any]:
 def _environment(choice: SceneChoice) -> Any:
     """The environment of ``--env`` (None without it): a file, or a constant ``R,G,B``."""
     from optixasync.scene import ENVIRONMENT_SUFFIXES, Environment, load_environment
+    from optixasync.validation import parse_ascii_float
 
     if choice.env is None:
         return None
@@ -188,6 +190,6 @@ def _environment(choice: SceneChoice) -> Any:
         if not path.is_file():
             raise ValueError(f"--env: no such file {choice.env!r}")
         return load_environment(path, scale=choice.env_scale)
-    values = [float(p) for p in choice.env.split(",")]
+    values = [parse_ascii_float(p.strip(), "--env") for p in choice.env.split(",")]
     rgb = values * 3 if len(values) == 1 else values
     return Environment(radiance=tuple(v * choice.env_scale for v in rgb), name="--env")

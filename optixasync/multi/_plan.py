@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..validation import as_int
+from ..validation import as_int, parse_ascii_int
 
 __all__ = ["FrameOutput", "FrameTask", "SampleRange", "Task", "batches", "parse_gpus", "split_samples"]
 
@@ -120,7 +120,7 @@ def parse_gpus(spec: Any, available: int) -> tuple[int, ...]:
                 raise ValueError("no CUDA device is visible")
             return tuple(range(available))
         try:
-            devices = tuple(int(p) for p in text.split(","))
+            devices = tuple(parse_ascii_int(p.strip(), "a GPU") for p in text.split(","))
         except ValueError:
             raise ValueError(f"GPUs must be 'all' or comma-separated device numbers such as 0,1; got {spec!r}") from None
         twice = sorted({d for d in devices if devices.count(d) > 1})

@@ -50,6 +50,7 @@ import numpy as np
 from ..scene import Material, Scene
 from ..validation import as_int, coerce_options
 from ._outputs import OUTPUTS, check_output_names
+from ._params import MAX_SAMPLES
 from ._views import Views
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ __all__ = ["DATASET_LAYOUT", "DatasetOptions", "DatasetReport", "write_dataset"]
 
 #: The version of the folder's layout (``dataset.json``'s ``layout``).
 DATASET_LAYOUT = 1
+#: The most samples one dataset has (ten million: file names of seven digits).
+MAX_DATASET_SAMPLES = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,9 @@ class DatasetOptions:
     def __post_init__(self) -> None:
         for name in ("count", "width", "height", "spp", "max_depth", "views_per_variation"):
             object.__setattr__(self, name, as_int(f"dataset {name}", getattr(self, name), 1))
+        # Bounded before any work: a to-do list of 10^12 samples was being built, a file check per sample.
+        as_int("dataset count", self.count, 1, MAX_DATASET_SAMPLES)
+        as_int("dataset spp", self.spp, 1, MAX_SAMPLES)
         object.__setattr__(self, "seed", as_int("dataset seed", self.seed, 0, 2**32 - 1))
         object.__setattr__(self, "outputs", check_output_names(self.outputs, "dataset outputs"))
         if "rays" in self.outputs or "denoised" in self.outputs:

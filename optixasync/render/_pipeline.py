@@ -380,6 +380,9 @@ class RenderPipeline(BatchFrames, StillFrames):
         for stage in self._stage_tuple if stages else ():
             stage.prepare(frame, (self._options.height, self._options.width))  # a refusal adds no samples
         handle = self.order(frame)  # the frame as the stream: its GPU time starts here
+        # Its launch reads the scene, the structures, the accumulation and the program: this pipeline lives until
+        # the frame's fence has passed, whoever drops it (the scheduler hands the frame's holds to the context).
+        frame.hold(self)
         self.device_scene.compact(frame.stream)  # once the size has arrived; never waits
         batch = self._batch.prepare(frame, inputs, self._options, self._camera) if self.batched else None
         buffers = self._frame_buffers(frame)
@@ -468,6 +471,7 @@ class RenderPipeline(BatchFrames, StillFrames):
             self._batch.close()
             self.device_scene.close()
             self._accum = self._sums = None
+            self.ctx.deferred.collect()  # the frames that held this pipeline have passed
 
     def __enter__(self) -> RenderPipeline:
         return self

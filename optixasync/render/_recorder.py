@@ -97,11 +97,12 @@ def run_frames(pipeline: Any, count: int, every: FrameRecorder, last: FrameRecor
     """``count`` frames through the pipeline's scheduler (the last one by ``last``), their results in order, each
     handed to the stages' ``deliver`` first when it has readbacks."""
     scheduler = pipeline.scheduler
-    for k in range(count):
-        with scheduler.frame() as frame:
-            (last if k == count - 1 else every).record(frame, k)
-        yield from _delivered(pipeline, scheduler.poll(), stages)
-    yield from _delivered(pipeline, scheduler.drain(), stages)
+    with scheduler.holding_results():  # every frame is yielded: none dropped by max_queued_results
+        for k in range(count):
+            with scheduler.frame() as frame:
+                (last if k == count - 1 else every).record(frame, k)
+            yield from _delivered(pipeline, scheduler.poll(), stages)
+        yield from _delivered(pipeline, scheduler.drain(), stages)
 
 
 def _delivered(pipeline: Any, results: list[FrameResult], stages: bool) -> Iterator[FrameResult]:

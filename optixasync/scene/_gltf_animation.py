@@ -19,6 +19,7 @@ its last. ``weights`` channels (morph targets) and channels of nodes given by
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,7 +117,16 @@ class GltfAnimation:
         return sorted(self.rest)
 
     def sample_trs(self, time: float) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Each animated node's (translation, rotation, scale) at ``time`` seconds."""
+        """Each animated node's (translation, rotation, scale) at ``time`` seconds.
+
+        Raises
+        ------
+        ValueError
+            If ``time`` is not a finite number (NaN fell through every comparison to an ``IndexError``).
+        """
+        if isinstance(time, bool) or not isinstance(time, (int, float, np.integer, np.floating)) or \
+                not math.isfinite(time):
+            raise ValueError(f"an animation is sampled at a finite time in seconds, got {time!r:.40}")
         pose = {node: [t.copy(), r.copy(), s.copy()] for node, (t, r, s) in self.rest.items()}
         slot = {"translation": 0, "rotation": 1, "scale": 2}
         for channel in self.channels:

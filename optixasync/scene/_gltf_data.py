@@ -9,6 +9,11 @@ substitution) and images (Pillow), each with bounds checks whose errors
 name the file and the element, and each count checked against
 :class:`~optixasync.scene.LoadLimits` before it is allocated. It also holds
 the file's warnings, so each is given once, at the caller's line.
+
+Blocking calls
+--------------
+None: host files and numpy (an image's declared media type, such as
+``application/octet-stream``, is text, not a CUDA stream).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from .._warnings import warn
 from ._files import AssetFiles
 from ._gltf_json import GLB_MAGIC, index, integer, parse_document, split_glb
 from ._limits import LoadLimits
-from ._texture import decode_image
+from ._texture import GLTF_IMAGE_FORMATS, decode_image
 
 __all__ = ["GLTF_EXTENSIONS", "MAX_WARNINGS", "GltfDocument"]
 
@@ -344,13 +349,20 @@ class GltfDocument:
             return self.images[index]
         image = self.items("images")[index]
         label = f"image {index} ({self.image_label(index)!r}, used by {what})"
-        if image.get("uri") is not None:
-            data = self.load_uri(image["uri"], label)
+        mime = image.get("mimeType")
+        if mime is not None and not isinstance(mime, str):
+            raise ValueError(f"{self.file}: {label}: mimeType must be a string")
+        uri = image.get("uri")
+        if uri is not None:
+            data = self.load_uri(uri, label)
+            if isinstance(uri, str) and uri.startswith("data:"):  # its media type is a declaration too
+                media = uri[5:].partition(",")[0].partition(";")[0]
+                mime = media if media and media != "application/octet-stream" else mime  # octet-stream: no claim
         elif image.get("bufferView") is not None:
             data = bytes(self.view_bytes(image["bufferView"], label)[0])
         else:
             raise ValueError(f"{self.file}: {label} has neither uri nor bufferView")
-        pixels = decode_image(data, self.file, self.limits, self.budget, label)
+        pixels = decode_image(data, self.file, self.limits, self.budget, label, GLTF_IMAGE_FORMATS, mime)
         self.images[index] = pixels
         return pixels
 

@@ -32,6 +32,8 @@ GLB_MAGIC = b"glTF"
 _CHUNK_JSON = 0x4E4F534A
 _CHUNK_BIN = 0x004E4942
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
+#: The largest float32: a glTF number beyond it is refused (it would be an infinity where the GPU reads it).
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 _STEPS = np.zeros(256, np.int8)  # +1 for [ and {, -1 for ] and }
 _STEPS[[ord("["), ord("{")]] = 1
 _STEPS[[ord("]"), ord("}")]] = -1
@@ -67,32 +69,60 @@ def split_glb(data: bytes, file: str) -> tuple[bytes, bytes | None]:
     return json_chunk, bin_chunk
 
 
-def json_depth(raw: bytes) -> int:
+#: The piece of text :func:`json_depth` scans at once: its temporaries (about 35 bytes per byte of text in the worst
+#: case, a text of brackets) are bounded by this, not by the file (a 128 MiB file took 4.45 GB scanned whole).
+DEPTH_CHUNK = 1 << 20
+
+
+def json_depth(raw: bytes, chunk: int = DEPTH_CHUNK) -> int:
     """The deepest nesting of arrays and objects in the JSON text ``raw``, brackets inside strings not counted.
 
-    Vectorised (numpy), linear in the text: every unescaped quote toggles
-    between inside and outside a string, a quote being escaped when an odd
-    number of backslashes precede it. Exact for valid JSON; for other text
-    it is some number, and the parser refuses the text anyway.
+    Vectorised (numpy), linear in the text, in pieces of ``chunk`` bytes (what is carried from one to the next:
+    the depth, whether a string is open, the parity of a run of backslashes at the end). Every unescaped quote
+    toggles between inside and outside a string, a quote being escaped when an odd number of backslashes
+    precede it. Exact for valid JSON; for other text it is some number, and the parser refuses the text anyway.
     """
-    text = np.frombuffer(raw, np.uint8)
+    view = memoryview(raw)
+    depth = deepest = 0
+    inside = escaped = False
+    for start in range(0, len(view), chunk):
+        depth, top, inside, escaped = _scan(np.frombuffer(view[start:start + chunk], np.uint8), depth, inside,
+                                            escaped)
+        deepest = max(deepest, top)
+    return deepest
+
+
+def _scan(text: np.ndarray, depth: int, inside: bool, escaped: bool) -> tuple[int, int, bool, bool]:
+    """One piece of :func:`json_depth`: (depth after it, deepest in it, a string open after it, whether its last
+    backslash run is odd), from the same at its start."""
     quotes = np.flatnonzero(text == _QUOTE)
-    backslashes = np.flatnonzero(text == _BACKSLASH)
-    if len(quotes) and len(backslashes):
-        # the run of consecutive backslashes ending right before each quote: its length's parity
-        starts = np.flatnonzero(np.r_[True, np.diff(backslashes) != 1])  # index of each run's first backslash
-        run = np.cumsum(np.r_[True, np.diff(backslashes) != 1]) - 1  # run number of each backslash
+    slashes = text == _BACKSLASH
+    backslashes = np.flatnonzero(slashes)
+    if len(quotes) and (len(backslashes) or escaped):
+        first = np.r_[True, np.diff(backslashes) != 1]  # each run's first backslash
+        starts = np.flatnonzero(first)
+        run = np.cumsum(first) - 1  # run number of each backslash
         last = np.searchsorted(backslashes, quotes) - 1  # the last backslash before each quote
         clipped = np.maximum(last, 0)
-        adjacent = (last >= 0) & (backslashes[clipped] == quotes - 1)
-        length = np.where(adjacent, clipped - starts[run[clipped]] + 1, 0)
-        quotes = quotes[length % 2 == 0]
+        adjacent = (last >= 0) & (backslashes[clipped] == quotes - 1) if len(backslashes) else np.zeros(
+            len(quotes), bool)
+        length = np.where(adjacent, clipped - starts[run[clipped]] + 1, 0) if len(backslashes) else np.zeros(
+            len(quotes), np.int64)
+        # a run that starts the piece continues the previous piece's: its odd parity carries over
+        carried = escaped & (np.where(adjacent, backslashes[starts[run[clipped]]], quotes) == 0) if len(
+            backslashes) else (quotes == 0) & escaped
+        quotes = quotes[(length + carried) % 2 == 0]
+    trailing = len(text) - 1 - int(np.flatnonzero(~slashes)[-1]) if (~slashes).any() else len(text)
+    escaped = bool((trailing + (escaped and trailing == len(text))) % 2)
     steps = np.take(_STEPS, text)
     brackets = np.flatnonzero(steps)
-    brackets = brackets[np.searchsorted(quotes, brackets) % 2 == 0]  # an even number of quotes before: outside
-    if not len(brackets):
-        return 0
-    return int(np.cumsum(steps[brackets], dtype=np.int32).max())
+    outside = (np.searchsorted(quotes, brackets) + inside) % 2 == 0  # an even number of quotes before: outside
+    inside = bool((len(quotes) + inside) % 2)
+    moves = steps[brackets[outside]]
+    if not len(moves):
+        return depth, depth, inside, escaped
+    levels = np.cumsum(moves, dtype=np.int64) + depth
+    return int(levels[-1]), int(levels.max()), inside, escaped
 
 
 def parse_document(raw: bytes, file: str, limits: LoadLimits) -> dict[str, Any]:
@@ -167,8 +197,10 @@ def number(value: Any, default: float, what: str) -> float:
         out = float(value)
     except OverflowError:  # an integer beyond float's range
         raise ValueError(f"{what} must be a finite number, got an integer of {value.bit_length()} bits") from None
-    if not math.isfinite(out):
-        raise ValueError(f"{what} must be a finite number, got {value!r}")
+    if not math.isfinite(out) or abs(out) > FLOAT32_MAX:
+        # beyond float32's range a value becomes an infinity on the GPU (a light's intensity, an orthographic size)
+        raise ValueError(f"{what} must be a finite number within float32's range (+-{FLOAT32_MAX:.4g}), got "
+                         f"{_shown(value)}")
     return out
 
 

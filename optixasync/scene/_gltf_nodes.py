@@ -327,7 +327,7 @@ def place_nodes(doc: GltfDocument, locals_: NodeLocals, roots: list[int]) -> Pla
     doc.budget.charge(len(order) * 160, "the node placements")  # world matrix and bookkeeping per placement
     placements = Placements(order[:, 0].copy(), order[:, 1].copy(), order[:, 2].copy(), np.empty((0, 4, 4)))
     world = placements.worlds(locals_.matrix)
-    bad = np.flatnonzero(~np.isfinite(world.reshape(len(world), -1)).all(axis=1))
+    bad = np.flatnonzero(~np.isfinite(world.reshape(len(world), 16)).all(axis=1))  # 16: also with no placement
     if len(bad):
         raise ValueError(f"{doc.file}: node {int(placements.node[bad[0]])}: its world transform is not finite "
                          "(its or its ancestors' scales or translations overflow)")

@@ -164,8 +164,9 @@ class GltfReader:
     def read_mesh(self, asset: GltfAsset, mesh_index: int) -> list[tuple[int, int]]:
         """Read every primitive of a glTF mesh into ``asset.meshes``; the keys of those that are triangles."""
         keys = []
+        checked = primitive_list(self.doc, self.doc.items("meshes")[mesh_index], mesh_index)  # once per mesh
         for primitive in range(self.primitives[mesh_index]):
-            mesh = read_primitive(self.doc, self.materials, mesh_index, primitive)
+            mesh = read_primitive(self.doc, self.materials, mesh_index, primitive, checked)
             if mesh is not None:
                 asset.meshes[(mesh_index, primitive)] = mesh
                 keys.append((mesh_index, primitive))

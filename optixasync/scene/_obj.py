@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from .._warnings import warn
+from ..validation import parse_ascii_float, parse_ascii_int
 from ._files import AssetFiles, is_file
 from ._frames import framing_camera, generate_tangents
 from ._limits import LoadLimits, as_limits
@@ -119,7 +120,7 @@ def _numbers(parts: list[str], low: int, high: int, where: str, statement: str) 
         count = f"{low}" if low == high else f"{low} to {high}"
         raise ValueError(f"{where}: {statement} needs {count} numbers, got {len(parts)}")
     try:
-        values = [float(v) for v in parts]
+        values = [parse_ascii_float(v, finite=False) for v in parts]  # ASCII digits only
     except ValueError:
         raise ValueError(f"{where}: {statement} needs numbers, got {_shown(' '.join(parts))}") from None
     if not all(math.isfinite(v) for v in values):
@@ -236,7 +237,7 @@ class _ObjReader:
                 out.append(-1)
                 continue
             try:
-                value = int(fields[k])
+                value = parse_ascii_int(fields[k], signed=True)
             except ValueError:
                 raise ValueError(f"{where}: malformed face corner {token!r}") from None
             index = value - 1 if value > 0 else len(items) + value
@@ -284,7 +285,7 @@ class _ObjReader:
             while len(args) < arity and k < len(tokens) - 1:  # the last token is always the file name
                 if option in ("-o", "-s", "-t", "-mm", "-boost", "-bm", "-texres"):
                     try:
-                        args.append(float(tokens[k]))
+                        args.append(parse_ascii_float(tokens[k], finite=False))
                     except ValueError:
                         break
                 else:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..validation import parse_ascii_int
 from ._limits import LoadBudget, LoadLimits, as_limits
 
 __all__ = ["decode_rgbe", "read_rgbe", "rgbe_min_bytes"]
@@ -66,12 +67,16 @@ def decode_rgbe(data: bytes, where: str, limits: LoadLimits, budget: LoadBudget 
     pos = _rgbe_header(data, where)
     line, pos = _next_line(data, pos, where)
     tokens = line.split()
-    if len(tokens) != 4 or not (tokens[1].isdigit() and tokens[3].isdigit()):
-        raise ValueError(f"{where}: malformed resolution line {line[:80]!r}, expected '-Y <height> +X <width>'")
+    try:  # ASCII digits only: str.isdigit() and int() also take Unicode digits
+        if len(tokens) != 4:
+            raise ValueError
+        height, width = parse_ascii_int(tokens[1]), parse_ascii_int(tokens[3])
+    except ValueError:
+        raise ValueError(f"{where}: malformed resolution line {line[:80]!r}, expected '-Y <height> +X <width>'"
+                         ) from None
     if tokens[0] != "-Y" or tokens[2] != "+X":
         raise ValueError(f"{where}: image orientation '{tokens[0][:8]} {tokens[2][:8]}' is not supported: only "
                          "'-Y <height> +X <width>' (rows top to bottom, columns left to right)")
-    height, width = int(tokens[1]), int(tokens[3])
     if height == 0 or width == 0:
         raise ValueError(f"{where}: the image is empty ({height} x {width})")
     if height * width > limits.max_image_pixels:

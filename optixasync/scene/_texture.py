@@ -37,6 +37,14 @@ __all__ = ["TEXTURE_FILTERS", "TEXTURE_WRAPS", "Texture", "TextureTransform", "d
 
 #: Bytes charged to a load's budget per pixel decoded (the decoded image and its conversion).
 _BYTES_PER_PIXEL = 8
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: The image formats a texture file (``load_texture``, an MTL's ``map_*``) may be in: Pillow's decoders of its
+#: own. Pillow knows more (EPS among them, which it hands to Ghostscript, with no time bound): those are refused.
+TEXTURE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TGA")
+#: The formats of glTF images: PNG and JPEG (the core), WebP (``EXT_texture_webp``).
+GLTF_IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
+#: The MIME types glTF declares (``mimeType``, a data URI's media type) and the format each must be.
+MIME_FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WEBP"}
 
 #: How a coordinate outside [0, 1] is brought back: glTF's REPEAT, CLAMP_TO_EDGE and MIRRORED_REPEAT.
 TEXTURE_WRAPS = ("repeat", "clamp", "mirror")
@@ -85,8 +93,9 @@ def _pair(value: Any, name: str) -> tuple[float, float]:
         items = [float(v) for v in value]
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be 2 numbers, got {value!r}") from exc
-    if len(items) != 2 or not all(math.isfinite(v) for v in items):
-        raise ValueError(f"{name} must be 2 finite numbers, got {value!r}")
+    if len(items) != 2 or not all(math.isfinite(v) and abs(v) <= _FLOAT32_MAX for v in items):
+        # the matrix is float32: a value beyond its range would be an infinity there
+        raise ValueError(f"{name} must be 2 finite numbers within float32's range, got {value!r:.80}")
     return items[0], items[1]
 
 
@@ -203,10 +212,12 @@ def load_texture(path: str | Path, *, srgb: bool = False, wrap: Any = ("repeat",
                    transform=transform if transform is not None else TextureTransform(), name=str(path))
 
 
-def decode_image(data: bytes, file: str, limits: LoadLimits, budget: LoadBudget | None, element: str) -> np.ndarray:
+def decode_image(data: bytes, file: str, limits: LoadLimits, budget: LoadBudget | None, element: str,
+                 formats: tuple[str, ...] = TEXTURE_FORMATS, mime: str | None = None) -> np.ndarray:
     """The pixels of the image file ``data`` (uint8 or uint16, (H, W[, C])), its size checked before decoding.
 
-    ``file`` and ``element`` name it in messages (the file it is in and what it is there).
+    ``file`` and ``element`` name it in messages (the file it is in and what it is there). Only the Pillow
+    ``formats`` are tried; ``mime`` (a declared MIME type, :data:`MIME_FORMATS`) must be what the bytes are.
 
     Raises
     ------
@@ -221,7 +232,8 @@ def decode_image(data: bytes, file: str, limits: LoadLimits, budget: LoadBudget 
     try:
         with warnings.catch_warnings():  # the limit below decides; Pillow's warning would only repeat it
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as image:
+            with Image.open(io.BytesIO(data), formats=list(formats)) as image:
+                _check_declared(image.format, mime, file, element)
                 width, height = image.size
                 if width * height > limits.max_image_pixels:
                     raise LoadLimitError(file, f"{element} ({width} x {height} pixels)", "max_image_pixels",
@@ -229,13 +241,31 @@ def decode_image(data: bytes, file: str, limits: LoadLimits, budget: LoadBudget 
                 if budget is not None:
                     budget.charge(width * height * _BYTES_PER_PIXEL, element)
                 return image_array(image, element)
-    except LoadLimitError:
+    except (LoadLimitError, _DeclaredError):
         raise
+    except Image.UnidentifiedImageError:
+        raise ValueError(f"{file}: {element} is not an image Pillow can read in the formats read here "
+                         f"({', '.join(formats)})") from None
     except Image.DecompressionBombError:
         raise LoadLimitError(file, element, "max_image_pixels", limits.max_image_pixels) from None
     except Exception as exc:  # Pillow's decoders raise assorted types on broken files (OSError, SyntaxError, ...)
         raise ValueError(f"{file}: {element} is not an image Pillow can read: {type(exc).__name__}: "
                          f"{str(exc)[:200]}") from None
+
+
+class _DeclaredError(ValueError):
+    """The bytes of an image are not what its declared MIME type says."""
+
+
+def _check_declared(found: str | None, mime: str | None, file: str, element: str) -> None:
+    if mime is None:
+        return
+    wanted = MIME_FORMATS.get(mime.strip().lower())
+    if wanted is None:
+        raise _DeclaredError(f"{file}: {element} declares the MIME type {mime[:40]!r}; glTF images are "
+                             f"{', '.join(MIME_FORMATS)}")
+    if found != wanted:
+        raise _DeclaredError(f"{file}: {element} declares {mime[:40]!r} but its bytes are {found}")
 
 
 def image_array(image: Any, name: str) -> np.ndarray:

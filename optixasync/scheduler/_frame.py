@@ -261,6 +261,10 @@ class Frame:
                 if not self.launched:
                     self.upload_params()
                 device = staged.device_ptr
+            holds = self.holds
+            if not holds or holds[-1] is not sbt:  # the program and its records live until the frame's fence
+                holds.append(pipeline)
+                holds.append(sbt)
             launch = _clock()
             pipeline.launch(sbt, device, width, height, depth, stream=self._handle, params_size=size)
         end = _clock()

@@ -294,11 +294,12 @@ class ResultQueue:
         self.drop_oldest = bool(drop_oldest)
         self._items: OrderedDict[int, FrameResult] = OrderedDict()
         self.dropped = 0
+        self.holding = 0  # while positive (drain(), a pipeline's frames()), nothing is dropped and nothing overflows
 
     def put(self, result: FrameResult) -> FrameResult | None:
         """Queue ``result``; returns the result dropped to make room, if any."""
         self._items[result.index] = result
-        if self.drop_oldest and len(self._items) > self.bound:
+        if self.drop_oldest and not self.holding and len(self._items) > self.bound:
             self.dropped += 1
             return self._items.popitem(last=False)[1]
         return None
@@ -315,7 +316,7 @@ class ResultQueue:
 
     @property
     def overflowing(self) -> bool:
-        return len(self._items) > self.bound
+        return not self.holding and len(self._items) > self.bound
 
     def __len__(self) -> int:
         return len(self._items)

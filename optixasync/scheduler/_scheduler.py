@@ -21,7 +21,9 @@ made when the frame retires:
   ``max_queued_results``; beyond that ``on_full`` decides: drop the oldest
   (counted in ``stats.dropped_results``, logged once) or raise
   :class:`~optixasync.errors.ResultsOverflowError` from the next
-  ``begin_frame``.
+  ``begin_frame``. Neither happens to the frames :meth:`~FrameScheduler.drain`
+  waits for, nor inside :meth:`~FrameScheduler.holding_results` (a render
+  pipeline's ``frames()`` runs in one): those consumers return every result.
 
 So ``poll()`` never returns a result that was asked for through its handle
 first, but a result that ``poll()`` returned is still given by its handle if
@@ -57,15 +59,25 @@ Blocking calls
 Everything else (copies from pinned memory, stream-ordered allocations,
 event records and queries) is asynchronous.
 
+Lifetime
+--------
+A submitted frame's slot and holds (the programs it launched, its uploads,
+what its recorder held: a render pipeline holds itself) are handed to the
+context's deferred release behind the frame's fence (one ``cudaEventQuery``
+of the oldest held set per submit). So a scheduler, a pipeline or the
+frames dropped without ``close()`` while frames are in flight, in any order,
+free nothing that a queued launch still reads.
+
 With NVTX on (``OPTIXASYNC_NVTX=1``), the phases are named ranges:
 ``optixasync.acquire``, ``.upload``, ``.launch``, ``.readback``, ``.submit``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -291,6 +303,11 @@ class FrameScheduler:
         now = _clock()
         stats.submit_ms = recorded + (now - start) * 1e3  # the work's own methods ran inside this span
         stats.host_submit = now
+        # What the frame's GPU work reads (its slot: parameters, buffers, destinations, graph; its holds: the
+        # programs it launched, its uploads, the render pipeline that recorded it) lives until its fence has
+        # passed, in the context's keeping: dropping this scheduler, the pipeline or the frame first, in any
+        # order, frees none of it under the GPU (the ring goes with the scheduler).
+        self.ctx.deferred.hold(fence, self._slots[frame.slot], tuple(frame.holds))
         with self._lock:
             ahead = self._ring.pending()
             self._ring.submit(fence, frame)
@@ -327,12 +344,33 @@ class FrameScheduler:
             return self._completion.results.take_all()
 
     def drain(self) -> list[FrameResult]:
-        """Wait for every submitted frame; return the completed frames queued for polling."""
+        """Wait for every submitted frame; return the completed frames queued for polling.
+
+        The frames it waits for are all returned, however many: the queue's bound (``max_queued_results``) drops
+        or refuses nothing meanwhile.
+        """
         with self._lock:
             last = self._ring.next_index - 1
-        if last >= 0:
-            self._completion.retire_through(last)
-        return self.poll()
+        with self.holding_results():
+            if last >= 0:
+                self._completion.retire_through(last)
+            return self.poll()
+
+    @contextlib.contextmanager
+    def holding_results(self) -> Iterator[None]:
+        """While the block runs, results queued for ``poll()`` are never dropped and never overflow.
+
+        For a consumer that polls every result it makes happen (:meth:`drain`, a render pipeline's ``frames``):
+        beyond ``max_queued_results``, ``on_full`` applies again after the block (to results never polled).
+        """
+        results = self._completion.results
+        with self._lock:
+            results.holding += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                results.holding -= 1
 
     @property
     def in_flight(self) -> int:
@@ -371,6 +409,7 @@ class FrameScheduler:
                 for slot in self._slots:
                     slot.release()  # a Frame the caller still holds must not keep the slot's memory
                 self._slots = []
+                self.ctx.deferred.collect()  # the frames' fences have passed: what they held goes now
 
     def _end_recording(self) -> None:
         """For close(): end the frame being recorded, if any, so that its handle completes (with an error)."""

@@ -33,6 +33,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..validation import parse_ascii_int
 from ._hosts import is_loopback
 
 __all__ = ["AccessPolicy", "PUBLIC_ROUTES", "parse_host"]
@@ -44,9 +45,9 @@ _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,
 
 def parse_host(header: str | None) -> str | None:
     """The host name of a ``Host`` header (``name``, ``name:port``, ``[v6]:port``), lower case; None if malformed."""
-    if not header or len(header) > 255:
-        return None
-    header = header.strip().lower()
+    if not header or len(header) > 255 or not header.isascii():
+        return None  # str.strip() and lower() would also fold non-ASCII text ('r\xa0' -> 'r')
+    header = header.strip(" \t").lower()
     if header.startswith("["):
         end = header.find("]")
         if end < 0:
@@ -63,9 +64,23 @@ def parse_host(header: str | None) -> str | None:
             return None
     if rest:
         port = rest[1:] if rest.startswith(":") else None
-        if port is None or not port.isdigit() or not 0 < int(port) <= 65535:
+        try:
+            parse_ascii_int(port or "", "port", low=1, high=65535)  # ASCII digits: '999\u00b99' is no port
+        except ValueError:
             return None
     return name
+
+
+def _port(authority: str, scheme: str) -> int | None:
+    """The port of ``name[:port]`` or ``[v6][:port]`` (a checked header), the scheme's default without one."""
+    end = authority.rfind("]")
+    _name, colon, port = authority[end + 1:].rpartition(":") if end >= 0 else authority.rpartition(":")
+    if not colon:
+        return 443 if scheme.lower().startswith("https") else 80
+    try:
+        return parse_ascii_int(port, "port", low=1, high=65535)
+    except ValueError:
+        return None
 
 
 def _origin_host(origin: str) -> str | None:
@@ -155,7 +170,9 @@ class AccessPolicy:
         if not self.host_allowed(host):  # never trust an origin because it matches the (attacker's) Host
             return False
         own = origin.partition("://")[2].lower() == host_header.strip().lower()
-        return own or (not self.loopback and host in self.hosts)
+        # An allowed host's page on another port (another service there) is not the viewer's page.
+        return own or (not self.loopback and host in self.hosts and _port(origin.partition("://")[2], origin) ==
+                       _port(host_header.strip(), "http://"))
 
     def describe(self, url: str) -> str | None:
         """What to tell the user at start: how the viewer is reached beyond loopback; None on loopback."""

@@ -64,10 +64,9 @@ def test_a_failing_worker_fails_the_job_naming_its_device_and_the_others_stop(ba
         return frame.index
 
     factory = FunctionFactory(fail_on_device_1, setup=cpu_setup)
-    t0 = time.perf_counter()
     with pytest.raises(WorkerError, match=r"GPU 1 .*MemoryError: out of memory on the device") as info:
         list(run_in_order(backend, factory, [CpuFrame(k) for k in range(500)]))
-    assert time.perf_counter() - t0 < 5.0  # the others did not render the remaining 495 frames
+    assert sum(backend.tasks_done) < 500  # the others did not render the remaining frames (counted, not timed)
     assert info.value.device == "GPU 1"
     assert isinstance(info.value.__cause__, MemoryError)
     # The backend stays usable: the next job runs on all three workers.
@@ -78,10 +77,8 @@ def test_leaving_the_iterator_early_stops_the_job(backend):
     factory = FunctionFactory(functools.partial(_slow_identity, 0.002))
     frames = run_in_order(backend, factory, list(range(1000)))
     assert [next(frames) for _ in range(5)] == list(range(5))
-    t0 = time.perf_counter()
     frames.close()
-    assert time.perf_counter() - t0 < 1.0
-    assert sum(backend.tasks_done) < 100
+    assert sum(backend.tasks_done) < 100  # stopped: counted, not timed
 
 
 def test_a_setup_that_raises_names_the_device(backend):

@@ -40,6 +40,28 @@ def device_array(array) -> DeviceArray:
     return np.array(array).view(DeviceArray)
 
 
+class FakeDeferred:
+    """The context's deferred release on a GPU that is done at once: the sets handed to it, dropped at collect()."""
+
+    def __init__(self) -> None:
+        self.held: list = []
+        self.collected = 0
+
+    def hold(self, event, *objects) -> None:
+        self.held.append((event, objects))
+
+    def after(self, stream, *objects) -> None:
+        self.held.append((stream, objects))
+
+    def collect(self) -> int:
+        count, self.held = len(self.held), []
+        self.collected += count
+        return count
+
+    def __len__(self) -> int:
+        return len(self.held)
+
+
 class FakeContext(Context):
     """An open context without a driver: numpy 'device' memory, resources tracked, uploads recorded."""
 
@@ -52,6 +74,7 @@ class FakeContext(Context):
         self.tracked: list = []
         self.uploads: list = []
         self.closed_count = 0
+        self.deferred = FakeDeferred()
 
     def upload(self, array, stream=None):
         self.uploads.append(np.array(array))
@@ -262,6 +285,15 @@ class FakeScheduler:
     def drain(self):
         ready, self.pending = self.pending, []
         return self._retire(ready)
+
+    @contextlib.contextmanager
+    def holding_results(self):
+        """The fake keeps every result anyway (no queue bound); counted, so a test can see it was asked."""
+        self.holding = getattr(self, "holding", 0) + 1
+        try:
+            yield
+        finally:
+            self.holding -= 1
 
     def close(self) -> None:
         self.closed = True

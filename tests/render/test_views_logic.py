@@ -542,7 +542,6 @@ def test_bad_transforms_fail_before_gpu_work(gpu, transforms, error, match):
 def test_the_benchmarks_tabletop_worlds_fit_one_structure():
     """bench_views.py's RL scene: about 20 meshes, 4096 worlds of them laid out on the host in well under a second."""
     import importlib.util
-    import time
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_views.py"
@@ -551,10 +550,9 @@ def test_the_benchmarks_tabletop_worlds_fit_one_structure():
     spec.loader.exec_module(bench)
     scene, movable = bench.tabletop(20)
     assert len(scene.meshes) == 20 and len(movable) == 18
-    start = time.perf_counter()
     layout = WorldLayout.of(scene, Worlds(4096, movable=movable))
     from optixasync.render._params import mesh_records
 
     base = mesh_records(scene, [0] * 20, [0] * 20, np.zeros(20), [0] * 20)
     records = layout.records(base, scene)
-    assert len(records) == 4096 * 20 and time.perf_counter() - start < 2.0
+    assert len(records) == 4096 * 20  # (its time is the benchmark's to report, not a test's to assert)

@@ -205,3 +205,32 @@ def test_an_npy_preamble_claiming_a_huge_header_is_refused_before_it_is_read(tmp
     with peak_memory() as peak, pytest.raises(ValueError, match="its header claims 629,145,600 bytes"):
         load_environment(path)
     assert peak.bytes < 16 << 20
+
+
+def test_a_folder_swapped_for_a_link_after_the_check_is_not_followed_out(tmp_path):
+    """The race, made deterministic: the path is resolved (inside), then its folder becomes a link to a private
+    folder before the read. The file opened is checked, so the private bytes are never returned."""
+    import os
+
+    from optixasync.errors import AssetPathError
+    from optixasync.scene import LoadLimits
+    from optixasync.scene._files import AssetFiles
+
+    asset, private = tmp_path / "asset", tmp_path / "private"
+    (asset / "sub").mkdir(parents=True)
+    private.mkdir()
+    (asset / "sub" / "m.mtl").write_text("newmtl inside\n")
+    (private / "m.mtl").write_text("newmtl SECRET\n")
+    (asset / "a.obj").write_text("v 0 0 0\n")
+    files = AssetFiles(asset / "a.obj", LoadLimits())
+    path = files.resolve("sub/m.mtl", "mtllib")
+    assert files.read(path, "mtllib", "sub/m.mtl") == b"newmtl inside\n"
+    os.rename(asset / "sub", asset / "gone")
+    os.symlink(private, asset / "sub")  # swapped between the check and the read
+    with pytest.raises(AssetPathError, match="outside the asset's folder"):
+        files.read(path, "mtllib", "sub/m.mtl")
+    os.remove(asset / "sub")
+    (asset / "sub").mkdir()
+    (asset / "sub" / "m.mtl").symlink_to(private / "m.mtl")  # the file itself a link: not followed
+    with pytest.raises(AssetPathError, match="outside the asset's folder"):
+        files.read(path, "mtllib", "sub/m.mtl")

@@ -256,3 +256,81 @@ def test_warnings_name_the_callers_line(tmp_path):
         line = sys._getframe().f_lineno + 1
         load_gltf(path)
     assert (record[0].filename, record[0].lineno) == (__file__, line)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 64, 1 << 20])
+def test_the_depth_scan_in_pieces_gives_the_depth_of_the_whole(chunk):
+    from optixasync.scene._gltf_json import json_depth
+
+    texts = [b'{"a": [1, "x\\\\"], "b": "[[\\"["}', b'[[["\\\\\\"]]]"]]]', b'{"k": "}}}}"}', b"[]" * 5 + b"[[[]]]",
+             b'"\\\\\\\\"[', b"[" * 50 + b"]" * 50]
+    for text in texts:
+        assert json_depth(text, chunk) == json_depth(text, len(text) + 1), text
+
+
+def test_the_depth_scan_of_a_large_file_uses_memory_bounded_by_its_piece():
+    import tracemalloc
+
+    from optixasync.scene._gltf_json import DEPTH_CHUNK, json_depth
+
+    raw = b"[" * (4 << 20) + b"]" * (4 << 20)  # 8 MiB of brackets: the worst case for the scan
+    tracemalloc.start()
+    try:
+        assert json_depth(raw) == 4 << 20
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * DEPTH_CHUNK, peak  # whole, the scan took about 25 bytes per byte: 200 MiB here
+
+
+def test_the_low_findings_of_the_second_pass_are_clear_errors(tmp_path):
+    """No nodes: the file named (numpy's reshape error before); a lone-surrogate URI and a 5,000-character one:
+    AssetPathError naming the reference (a raw UnicodeEncodeError, and an OSError showing the absolute path);
+    a time of NaN: ValueError (IndexError); float32 infinities: refused (they were accepted)."""
+    import json
+    import math
+    import warnings
+
+    from optixasync.errors import AssetPathError
+    from optixasync.scene import TextureTransform, read_gltf
+    from optixasync.testing import GltfBuilder
+
+    empty = tmp_path / "empty.gltf"
+    empty.write_text(json.dumps({"asset": {"version": "2.0"}, "scenes": [{"nodes": []}], "nodes": []}))
+    with pytest.raises(ValueError, match=r"empty\.gltf: the scene contains no triangles"):
+        load_gltf(empty)
+    g = GltfBuilder()
+    g.scene(g.node(mesh=g.mesh(np.eye(3, dtype=np.float32), [0, 1, 2])))
+    for uri, reason in (("\ud800.bin", "not valid Unicode"), ("x" * 5000 + ".bin", "cannot be opened")):
+        doc = json.loads(json.dumps(g.doc))
+        doc["buffers"] = [{"uri": uri, "byteLength": len(g.blob)}]
+        path = tmp_path / "named.gltf"
+        path.write_text(json.dumps(doc))
+        with pytest.raises(AssetPathError, match=reason) as caught:
+            load_gltf(path)
+        assert str(tmp_path) not in str(caught.value).replace(str(path), "")
+    with pytest.raises(ValueError, match="float32's range"):
+        TextureTransform(scale=(1e308, 1.0))
+    doc = json.loads(json.dumps(g.doc))
+    doc["cameras"] = [{"type": "orthographic", "orthographic": {"xmag": 1e308, "ymag": 1, "znear": 0, "zfar": 1}}]
+    doc["nodes"].append({"camera": 0})
+    doc["scenes"][0]["nodes"].append(len(doc["nodes"]) - 1)
+    (tmp_path / "t.bin").write_bytes(bytes(g.blob))
+    doc["buffers"] = [{"uri": "t.bin", "byteLength": len(g.blob)}]
+    (tmp_path / "ortho.gltf").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="xmag must be a finite number within float32's range"):
+        load_gltf(tmp_path / "ortho.gltf")
+    animated = tmp_path / "animated.gltf"
+    a = GltfBuilder()
+    node = a.node(mesh=a.mesh(np.eye(3, dtype=np.float32), [0, 1, 2]))
+    a.scene(node)
+    times, moves = a.accessor(np.array([0.0, 1.0], np.float32)), a.accessor(np.zeros((2, 3), np.float32))
+    a.add("animations", {"samplers": [{"input": times, "output": moves}],
+                         "channels": [{"sampler": 0, "target": {"node": node, "path": "translation"}}]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        asset = read_gltf(a.write_glb(animated.with_suffix(".glb")))
+    animation = asset.animations[0]
+    assert animation.sample(0.5)
+    with pytest.raises(ValueError, match="finite time"):
+        animation.sample(math.nan)

@@ -39,7 +39,10 @@ def test_beyond_loopback_an_allow_list_names_the_hosts_and_origins():
     assert asyncio.run(guarded_status(policy, "10.0.0.7")) == 200
     assert asyncio.run(guarded_status(policy, "evil.example:8765")) == 403  # a rebinding page's own name
     assert policy.origin_allowed("http://render.lan:8765", "render.lan:8765")
-    assert policy.origin_allowed("https://10.0.0.7", "render.lan:8765")
+    assert policy.origin_allowed("http://10.0.0.7:8765", "render.lan:8765")  # an allowed host, the viewer's port
+    assert not policy.origin_allowed("https://10.0.0.7", "render.lan:8765")  # its page on another port: refused
+    assert not policy.origin_allowed("http://render.lan:8080", "render.lan:8765")
+    assert policy.origin_allowed("http://render.lan", "10.0.0.7")  # both on the default port
     assert not policy.origin_allowed("http://evil.example:8765", "evil.example:8765")  # not its own Host: refused
     assert not policy.origin_allowed("null", "render.lan:8765")
     with pytest.raises(ValueError, match="not a host name"):

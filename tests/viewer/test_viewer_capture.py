@@ -231,3 +231,18 @@ def test_the_repr_of_a_received_frame_is_its_jpeg():
     frame = ReceivedFrame({"mime": "image/jpeg"}, data, 0.0)
     with Image.open(io.BytesIO(frame._repr_jpeg_())) as picture:
         assert picture.size == (32, 24)
+
+
+def test_save_messages_are_bounded_per_minute_for_all_peers(tmp_path):
+    """Any peer could send unlimited saves (13 MB of PNGs in 10 s at 1080p): at most saves_per_minute a minute."""
+    capture = capture_of(gradient(), tmp_path)
+    now = [1000.0]
+    capture._clock = lambda: now[0]  # the minute, on a clock of the test's
+    capture.saves_per_minute = 3
+    save = parse_message('{"type": "save", "format": "png"}')
+    names = {capture.handle(save)["file"] for _ in range(3)}
+    with pytest.raises(RuntimeError, match="at most 3 a minute"):
+        capture.handle(save)
+    assert len(names) == 3 and len(list(tmp_path.glob("*.png"))) == 3
+    now[0] += 61.0  # a minute later
+    assert capture.handle(save)["file"] not in names

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
@@ -57,9 +56,8 @@ def test_wait_for_change_wakes_on_a_change():
     state = ViewerState()
     version = state.version
     threading.Timer(0.05, state.update_settings, kwargs={"spp": 2}).start()
-    start = time.perf_counter()
-    view = state.wait_for_change(version, timeout=5.0)
-    assert view.version == version + 1 and time.perf_counter() - start < 4.0
+    view = state.wait_for_change(version, timeout=30.0)
+    assert view.version == version + 1  # woken by the change (a timeout returns the unchanged version)
     assert state.wait_for_change(view.version, timeout=0.01).version == view.version
 
 

@@ -1,6 +1,10 @@
-"""Mutators of the fuzz suite: hostile values, JSON trees changed in place, bytes flipped, cut and spliced.
+"""Mutators of the fuzz targets: hostile values, JSON trees changed in place, bytes flipped, cut and spliced.
 
 All randomness comes from the ``random.Random`` passed in, so a seed gives the same cases every time.
+
+Blocking calls
+--------------
+None.
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ import copy
 import random
 from typing import Any
 
+__all__ = ["HOSTILE_PATHS", "HOSTILE_VALUES", "hostile", "mutate_bytes", "mutate_json", "mutate_text"]
+
 #: Paths a hostile asset names: out of its folder in every spelling, and odd files inside it.
 HOSTILE_PATHS = [
     "../private/secret.bin", "%2e%2e/private/secret.bin", "..%2Fprivate%2Fsecret.bin", "sub/../../private/passwd",
@@ -16,6 +22,7 @@ HOSTILE_PATHS = [
     "http://example.invalid/x.bin", "\\\\server\\share\\x", "..\\private\\passwd", "%00", "a%ZZb", "%c3%28",
     ".", "..", "", " ", "./", "t.bin\x00.png", "tex.png/..", "x" * 300, "%2e%2e%2f" * 20 + "etc/passwd",
     "data:application/octet-stream;base64,AAAA", "data:,abc", "data:image/png;base64,!!!!", "data:",
+    "\ud800.bin", "x" * 5000, "sub/\udcff", "data:image/png;base64,JVBTLUFkb2JlLTMuMCBFUFNGLTMuMAo=",
 ]
 #: Values that break assumptions: wrong types, extremes, huge counts, deep nesting.
 HOSTILE_VALUES: list[Any] = [

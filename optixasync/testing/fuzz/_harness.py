@@ -1,30 +1,28 @@
-"""The fuzz suite's harness: seeds, the per-case checks, and the limits the loaders run under.
+"""The checks every fuzz case runs under, the limits the loaders get, and the folders a case lives in.
 
-Every test runs twice: with the fixed seed (the same cases on every run) and with a rotating one (new cases
-each run, from the clock), both shown in the test id (``[seed=...]``) and in every failure message. To
-replay a failure: ``OPTIXASYNC_FUZZ_SEED=<seed> python -m pytest tests/fuzz``.
-
-Each case is checked for: success or one of the loader's documented exceptions; time under
+Each case is checked for: success or one of the target's documented exceptions; time under
 :data:`CASE_SECONDS` (a hang guard); a peak of traced memory under :data:`CASE_BYTES`; and no file opened
 outside the case's asset folder (an audit hook on ``open``). The bounds are generous safety limits, not
 measurements: a case takes milliseconds and a few MiB.
+
+Blocking calls
+--------------
+None.
 """
 
 from __future__ import annotations
 
-import os
-import time
+import base64
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
+from ...scene import LoadLimits
+from .._hostile import TimeLimitExceeded, outside, peak_memory, record_opens, time_limit
 
-from optixasync.scene import LoadLimits
-from optixasync.testing import TimeLimitExceeded, outside, peak_memory, record_opens, time_limit
+__all__ = ["CASE_BYTES", "CASE_SECONDS", "CaseFailure", "LIMITS", "check_case", "decode", "encode",
+           "make_folders"]
 
-#: The seed every run uses.
-FIXED_SEED = 20260101
 #: A hang guard per case, seconds.
 CASE_SECONDS = 10.0
 #: Traced memory one case may peak at (Python objects and numpy buffers).
@@ -34,32 +32,26 @@ LIMITS = LoadLimits(max_file_bytes=16 << 20, max_total_bytes=64 << 20, max_json_
                     max_instances=100_000, max_accessor_count=1 << 20, max_image_pixels=4 << 20)
 
 
-def _rotating_seed() -> int:
-    return int(os.environ.get("OPTIXASYNC_FUZZ_SEED") or int(time.time()) % 1_000_000_000)
-
-
-SEEDS = [FIXED_SEED, _rotating_seed()]
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "seed" in metafunc.fixturenames:
-        metafunc.parametrize("seed", SEEDS, ids=[f"seed={s}" for s in SEEDS])
-
-
 class CaseFailure(AssertionError):
-    """A fuzz case broke a rule; the message names the seed, the case and how to replay it."""
+    """A fuzz case broke a rule; the message names the case (its seed and number, or its corpus file)."""
 
 
-def check_case(load: Callable[[], object], folder: Path, allowed: tuple[type[BaseException], ...], *, seed: int,
-               case: int, what: str) -> str:
-    """Run ``load`` under the checks; ``"ok"`` or the name of the documented exception it raised."""
-    where = f"{what} case {case} of seed {seed} (replay: OPTIXASYNC_FUZZ_SEED={seed})"
-    outcome = "ok"
+def check_case(load: Callable[[], object], folder: Path, allowed: tuple[type[BaseException], ...],
+               where: str) -> tuple[str, object]:
+    """Run ``load`` under the checks: ``("ok", its value)`` or ``(name of the documented exception, None)``.
+
+    Raises
+    ------
+    CaseFailure
+        On an undocumented exception, a run past :data:`CASE_SECONDS`, a peak over :data:`CASE_BYTES` or a file
+        opened outside ``folder``; the message starts with ``where``.
+    """
+    outcome, value = "ok", None
     with record_opens() as opened, peak_memory() as peak, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             with time_limit(CASE_SECONDS):
-                load()
+                value = load()
         except TimeLimitExceeded:
             raise CaseFailure(f"{where}: still running after {CASE_SECONDS} s") from None
         except allowed as exc:
@@ -71,15 +63,24 @@ def check_case(load: Callable[[], object], folder: Path, allowed: tuple[type[Bas
     escaped = outside(opened, [folder])
     if escaped:
         raise CaseFailure(f"{where}: opened files outside the asset's folder: {escaped[:5]}")
-    return outcome
+    return outcome, value
 
 
-@pytest.fixture
-def case_folders(tmp_path):
-    """(the asset folder, a private folder beside it with files a hostile asset would like to read)."""
-    asset, private = tmp_path / "asset", tmp_path / "private"
-    asset.mkdir()
-    private.mkdir()
+def make_folders(root: Path) -> tuple[Path, Path]:
+    """(the asset folder, a private folder beside it with files a hostile asset would like to read), in ``root``."""
+    asset, private = Path(root) / "asset", Path(root) / "private"
+    asset.mkdir(parents=True, exist_ok=True)
+    private.mkdir(parents=True, exist_ok=True)
     (private / "secret.bin").write_bytes(bytes(range(36)))
     (private / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
     return asset, private
+
+
+def encode(data: bytes) -> str:
+    """Bytes as text for a case's JSON (base64)."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def decode(text: str) -> bytes:
+    """The bytes :func:`encode` wrote."""
+    return base64.b64decode(text.encode("ascii"), validate=True)

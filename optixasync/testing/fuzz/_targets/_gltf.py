@@ -1,41 +1,38 @@
-"""Fuzzing the glTF reader: valid seed files (every feature it reads) mutated as JSON trees and as bytes.
+"""The glTF reader's target: valid seed files (every feature it reads) mutated as JSON trees and as bytes.
 
 Documented outcomes only: a scene, or ``OSError`` (files) / ``ValueError`` (content, ``LoadLimitError`` and
-``AssetPathError`` among them); checked by the harness in ``conftest.py``.
+``AssetPathError`` among them).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import math
 import random
-import warnings
-from collections import Counter
-from functools import partial
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-from conftest import LIMITS, check_case
-from fuzzing import HOSTILE_PATHS, mutate_bytes, mutate_json
-from PIL import Image
 
-from optixasync.scene import load_gltf
-from optixasync.testing import GltfBuilder, glb_bytes
+from ....scene import load_gltf
+from ..._gltf_files import GltfBuilder, glb_bytes
+from .._harness import encode
+from .._mutators import HOSTILE_PATHS, mutate_bytes, mutate_json
+from .._target import FileTarget, register
 
-CASES = 160  # per seed: glTF and GLB, JSON edits and byte edits
-ALLOWED = (OSError, ValueError)
 TRIANGLE = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
 
 
-def png(pixels) -> bytes:
+def png(pixels: Any) -> bytes:
+    """A PNG of ``pixels`` (uint8)."""
+    from PIL import Image
+
     out = io.BytesIO()
     Image.fromarray(np.asarray(pixels, np.uint8)).save(out, format="PNG")
     return out.getvalue()
 
 
-def seed_documents() -> list[GltfBuilder]:
-    """Valid files using what the reader reads: textures, samplers, sparse data, cameras, lights, instancing,
-    animations, a node hierarchy."""
+def _featured() -> GltfBuilder:
     a = GltfBuilder()
     image = a.add("images", {"bufferView": a.view(png(np.full((4, 4, 3), 200))), "mimeType": "image/png"})
     a.add("samplers", {"wrapS": 33071, "magFilter": 9728})
@@ -61,7 +58,10 @@ def seed_documents() -> list[GltfBuilder]:
                                                                           "interpolation": "STEP"}],
                          "channels": [{"sampler": 0, "target": {"node": child, "path": "translation"}},
                                       {"sampler": 1, "target": {"node": child, "path": "rotation"}}]})
+    return a
 
+
+def _instanced() -> GltfBuilder:
     b = GltfBuilder()
     base = b.accessor(np.zeros((4, 3), np.float32))
     b.doc["accessors"][base]["sparse"] = {
@@ -76,56 +76,52 @@ def seed_documents() -> list[GltfBuilder]:
     b.add("images", {"uri": "tex.png"})
     b.add("textures", {"source": 0})
     b.add("materials", {"pbrMetallicRoughness": {"metallicRoughnessTexture": {"index": 0}}})
-    return [a, b]
+    return b
 
 
-def write_case(rng: random.Random, folder, seeds: list[GltfBuilder]):
-    """One mutated file in ``folder``: a .gltf (buffer beside it) or a .glb; JSON edits, then maybe byte edits."""
-    builder = rng.choice(seeds)
-    doc = json.loads(json.dumps(builder.doc))
-    blob = bytes(builder.blob)
-    glb = rng.random() < 0.5
-    doc["buffers"] = [{"byteLength": len(blob)}] if glb else [{"uri": "t.bin", "byteLength": len(blob)}]
-    if rng.random() < 0.25:  # the paths the file names: out of the folder, odd, encoded
-        holders = [b for b in doc["buffers"]] + list(doc.get("images", []))
-        rng.choice(holders)["uri"] = rng.choice(HOSTILE_PATHS)
-    doc = mutate_json(doc, rng, 1 if rng.random() < 0.5 else rng.randrange(2, 6))
-    if glb:
-        data = glb_bytes(doc, blob)
-        path = folder / "case.glb"
-    else:
-        data = json.dumps(doc).encode()
-        path = folder / "case.gltf"
-    if rng.random() < 0.3:
-        data = mutate_bytes(data, rng, rng.randrange(1, 8))
-    path.write_bytes(data)
-    return path
+def seed_documents() -> list[GltfBuilder]:
+    """Valid files using what the reader reads: textures, samplers, sparse data, cameras, lights, instancing,
+    animations, a node hierarchy."""
+    return [_featured(), _instanced()]
 
 
-def test_fuzz_gltf(seed, case_folders):
-    asset, _ = case_folders
-    (asset / "t.bin").write_bytes(bytes(seed_documents()[0].blob))
-    (asset / "tex.png").write_bytes(png(np.zeros((2, 2, 4))))
-    (asset / "sub").mkdir()
-    rng = random.Random(seed)
-    seeds = seed_documents()
-    outcomes: Counter = Counter()
-    for case in range(CASES):
-        for stale in asset.glob("case.*"):
-            stale.unlink()
-        if seeds[0].blob and case % 40 == 0:
-            (asset / "t.bin").write_bytes(bytes(rng.choice(seeds).blob))
-        path = write_case(rng, asset, seeds)
-        outcomes[check_case(partial(load_gltf, path, limits=LIMITS), asset, ALLOWED, seed=seed, case=case,
-                            what="glTF")] += 1
-    assert sum(outcomes.values()) == CASES
-    assert outcomes["ok"] >= 1 and len(outcomes) >= 2, outcomes  # some files load, others are refused
+@register
+class GltfTarget(FileTarget):
+    """glTF and GLB files: a seed file, its buffer beside it, JSON edits, then maybe byte edits."""
 
+    name = "gltf"
+    cases = 160
+    allowed = (OSError, ValueError)
+    load = staticmethod(load_gltf)
 
-def test_the_seed_files_load(tmp_path):
-    for k, builder in enumerate(seed_documents()):
-        (tmp_path / "tex.png").write_bytes(png(np.zeros((2, 2, 4))))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the lights, the orthographic camera, the animation, the points
-            scene = load_gltf(builder.write_glb(tmp_path / f"seed{k}.glb"))
-        assert scene.meshes and all(math.isfinite(v) for v in scene.camera.eye)
+    def __init__(self) -> None:
+        super().__init__()
+        self._seeds: list[GltfBuilder] | None = None
+
+    def prepare(self, folder: Path) -> None:
+        (folder / "tex.png").write_bytes(png(np.zeros((2, 2, 4))))
+        (folder / "sub").mkdir(exist_ok=True)
+
+    def generate(self, rng: random.Random, valid: bool) -> dict[str, Any]:
+        if self._seeds is None:
+            self._seeds = seed_documents()
+        builder = rng.choice(self._seeds)
+        doc = json.loads(json.dumps(builder.doc))
+        blob = bytes(builder.blob)
+        glb = rng.random() < 0.5
+        doc["buffers"] = [{"byteLength": len(blob)}] if glb else [{"uri": "t.bin", "byteLength": len(blob)}]
+        if not valid:
+            if rng.random() < 0.25:  # the paths the file names: out of the folder, odd, encoded
+                holders = list(doc["buffers"]) + list(doc.get("images", []))
+                rng.choice(holders)["uri"] = rng.choice(HOSTILE_PATHS)
+            doc = mutate_json(doc, rng, 1 if rng.random() < 0.5 else rng.randrange(2, 6))
+        data = glb_bytes(doc, blob) if glb else json.dumps(doc).encode()
+        if not valid and rng.random() < 0.3:
+            data = mutate_bytes(data, rng, rng.randrange(1, 8))
+        name = "case.glb" if glb else "case.gltf"
+        bin_blob = blob if valid or rng.random() < 0.8 else bytes(rng.choice(self._seeds).blob)
+        return {"files": {name: encode(data), "t.bin": encode(bin_blob)}, "open": name, "valid": valid}
+
+    def verify(self, case: dict[str, Any], outcome: str, value: Any) -> None:
+        if outcome == "ok":
+            assert value.meshes or not case.get("valid"), "a valid file gave a scene without meshes"
