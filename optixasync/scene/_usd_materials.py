@@ -196,14 +196,14 @@ class PreviewSurface:
         if colour is not None and diffuse_tex is None:
             reflectance = _rgb(diffuse)
         if clearcoat > 0.0 and float(metallic or 0.0) == 0.0 and metallic_tex is None:
-            self.warn("plastic", f"clearcoat {clearcoat} becomes a plastic: a Lambertian base under a coating of "
-                      f"roughness {coat_roughness} (the base's roughness {roughness} and the coat's weight dropped)")
+            self.warn("plastic", f"clearcoat {clearcoat:.6g} becomes a plastic: a Lambertian base under a coating of "
+                      f"roughness {coat_roughness:.6g} (the base's roughness {float(roughness or 0):.6g} and the coat's weight dropped)")
             return Material(bsdf="plastic", reflectance=_clip(reflectance), reflectance_texture=colour,
                             alpha=max(coat_roughness**2, 1e-4), int_ior=ior if ior != 1.0 else 1.5, **common)
         if clearcoat > 0.0:
             self.warn("clearcoat", f"clearcoat {clearcoat} on a metal is ignored")
         if ior != 1.5:
-            self.warn("ior", f"ior {ior} is ignored (the Fresnel F0 stays 0.04, that of index 1.5)")
+            self.warn("ior", f"ior {ior:.6g} is ignored (the Fresnel F0 stays 0.04, that of index 1.5)")
         mr_texture = self.metallic_roughness(metallic_tex, roughness_tex)
         m = 1.0 if metallic_tex is not None else _float(metallic, self.label, "metallic")
         r = 1.0 if roughness_tex is not None else _float(roughness, self.label, "roughness")

@@ -291,7 +291,7 @@ class UsdReader:
             moved = [(s.astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32) for s in strands]
             ends = np.cumsum([len(s) for s in strands])
             per_strand = [radii[e - len(s):e] * scale for s, e in zip(strands, ends.tolist(), strict=True)]
-            self.shapes.append(Curves.from_strands(moved, np.concatenate(per_strand), curve_kind,
+            self.shapes.append(Curves.from_strands(moved, per_strand, curve_kind,
                                                    material=material, name=str(prim.GetPath())))
 
     # -- instancing -----------------------------------------------------------------------------------------------
@@ -321,7 +321,9 @@ class UsdReader:
             raise ValueError(f"{label}: a protoIndex lies outside its {len(targets)} prototypes")
         if not len(indices):
             return
-        xforms = instancer.ComputeInstanceTransformsAtTime(self.sample_time, self.sample_time)
+        xforms = instancer.ComputeInstanceTransformsAtTime(self.sample_time, self.sample_time,
+                                                           UsdGeom.PointInstancer.ExcludeProtoXform,
+                                                           UsdGeom.PointInstancer.IgnoreMask)
         if len(xforms) != len(indices):
             raise ValueError(f"{label}: its positions, orientations or scales do not match its {len(indices)} "
                              "protoIndices")

@@ -110,7 +110,7 @@ def tessellate(doc: UsdDocument, prim: Any, time: Any) -> tuple[np.ndarray, np.n
                 tri = np.array([[0, 1, 2], [0, 2, 3]]) if sign > 0 else np.array([[0, 2, 1], [0, 3, 2]])
                 faces.append((quad, tri, np.tile(normal, (4, 1))))
         v, t, nn = _join(faces)
-        return v.astype(np.float32), t.astype(np.int32), nn.astype(np.float32)
+        return _contiguous(v, t, nn)
     r = number("radius", 0.5 if kind == "Capsule" else 1.0)
     height = number("height", 1.0 if kind == "Capsule" else 2.0)
     z0, z1 = -height / 2.0, height / 2.0
@@ -132,7 +132,12 @@ def tessellate(doc: UsdDocument, prim: Any, time: Any) -> tuple[np.ndarray, np.n
         profile[0, 0] = profile[-1, 0] = 1e-9
         parts = [_revolve(profile, normals, n)]
     v, t, nn = _join(parts)
-    return (_orient(v, axis).astype(np.float32), t.astype(np.int32), _orient(nn, axis).astype(np.float32))
+    return _contiguous(_orient(v, axis), t, _orient(nn, axis))
+
+
+def _contiguous(v: np.ndarray, t: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (np.ascontiguousarray(v, np.float32), np.ascontiguousarray(t, np.int32),
+            np.ascontiguousarray(n, np.float32))
 
 
 #: USD's cubic bases as the renderer's curve kinds.
