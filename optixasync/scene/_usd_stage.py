@@ -187,7 +187,7 @@ def open_stage(doc: UsdDocument) -> Any:
         if real and not layer.anonymous and not doc.files.inside(os.path.realpath(_package(real))):
             raise AssetPathError(doc.file, "a layer the stage uses", layer.identifier, OUTSIDE)
     for error in stage.GetCompositionErrors()[:4]:
-        doc.warn_once(f"composition:{error.GetMessage()[:80]}", f"composition error: {error.GetMessage()[:300]}")
+        doc.warn_once(f"composition:{str(error)[:80]}", f"composition error: {str(error)[:300]}")
     doc.stage = stage
     return stage
 
