@@ -40,7 +40,7 @@ def test_references_and_payloads_out_of_the_folder_are_refused(tmp_path, arc, ta
     asset.mkdir()
     private.mkdir()
     write(private / "secret.usda", '(\n defaultPrim = "Q"\n)\n' + quad())
-    path = write(asset / "scene.usda", f'def Xform "W" ( {arc} = @{target}@ ) {{}}\n')
+    path = write(asset / "scene.usda", f'def "W" ( {arc} = @{target}@ ) {{}}\n')
     with record_opens() as opened, pytest.raises(AssetPathError) as info:
         load_usd(path)
     assert info.value.reference == target and str(path) in str(info.value)
