@@ -32,17 +32,15 @@ from typing import Any
 import numpy as np
 
 from ._camera import Camera
-from ._curves import Curves
 from ._environment import Environment
 from ._material import Material
 from ._mesh import Mesh, placed
 from ._motion import MeshMotion
-from ._spheres import Spheres
 from ._usd_lights import LIGHT_TYPES, read_camera, read_light
 from ._usd_materials import UsdMaterials
 from ._usd_mesh import read_mesh
 from ._usd_motion import MAX_TIME_SAMPLES, UsdAnimation
-from ._usd_shapes import curve_strands, tessellate
+from ._usd_shapes import shape_item, tessellate
 from ._usd_stage import UsdDocument
 
 __all__ = ["UsdAsset", "UsdReader"]
@@ -245,9 +243,6 @@ class UsdReader:
 
     def item(self, kind: str, prim: Any, m: np.ndarray) -> None:
         """A sphere, point cloud, curves or light placed by ``m``."""
-        from pxr import UsdGeom
-
-        label = f"{self.doc.file}: prim {prim.GetPath()}"
         if kind in LIGHT_TYPES:
             found = read_light(self.doc, prim, m, self.sample_time)
             if found is None:
@@ -267,32 +262,9 @@ class UsdReader:
         if not bound:
             material = self.display_material(prim, material)
         material = dataclasses.replace(material, cull_back=False) if material.cull_back else material
-        scale = abs(float(np.linalg.det(m[:3, :3]))) ** (1.0 / 3.0)
-        if kind == "Sphere":
-            radius = float(UsdGeom.Sphere(prim).GetRadiusAttr().Get(self.sample_time))
-            if not (math.isfinite(radius) and radius >= 0):
-                raise ValueError(f"{label}: radius must be finite and >= 0, got {radius}")
-            self.shapes.append(Spheres(m[:3, 3][None], radius * scale, material=material, name=str(prim.GetPath())))
-        elif kind == "Points":
-            points = np.asarray(UsdGeom.Points(prim).GetPointsAttr().Get(self.sample_time) or [], np.float64)
-            self.doc.budget.check(len(points), "max_accessor_count", f"prim {prim.GetPath()} points")
-            if not len(points):
-                return
-            widths = np.asarray(UsdGeom.Points(prim).GetWidthsAttr().Get(self.sample_time) or [1.0], np.float64)
-            if len(widths) not in (1, len(points)):
-                raise ValueError(f"{label}: {len(widths)} widths for {len(points)} points")
-            centers = points.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
-            radii = widths / 2.0 * scale if len(widths) > 1 else float(widths[0]) / 2.0 * scale
-            self.shapes.append(Spheres(centers, radii, material=material, name=str(prim.GetPath())))
-        else:
-            curve_kind, strands, radii = curve_strands(self.doc, prim, self.sample_time)
-            if not strands:
-                return
-            moved = [(s.astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32) for s in strands]
-            ends = np.cumsum([len(s) for s in strands])
-            per_strand = [radii[e - len(s):e] * scale for s, e in zip(strands, ends.tolist(), strict=True)]
-            self.shapes.append(Curves.from_strands(moved, per_strand, curve_kind,
-                                                   material=material, name=str(prim.GetPath())))
+        shape = shape_item(self.doc, kind, prim, m, material, self.sample_time)
+        if shape is not None:
+            self.shapes.append(shape)
 
     # -- instancing -----------------------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ._usd_stage import UsdDocument
 
-__all__ = ["SEGMENTS", "curve_strands", "tessellate"]
+__all__ = ["SEGMENTS", "curve_strands", "shape_item", "tessellate"]
 
 #: Segments around the axis of a tessellated cylinder, cone or capsule.
 SEGMENTS = 64
@@ -179,3 +179,44 @@ def curve_strands(doc: UsdDocument, prim: Any, time: Any) -> tuple[str, list[np.
     ends = np.cumsum(counts)
     strands = [points[e - c:e] for c, e in zip(counts.tolist(), ends.tolist(), strict=True)]
     return kind, strands, radii
+
+
+def shape_item(doc: UsdDocument, kind: str, prim: Any, m: np.ndarray, material: Any, time: Any) -> Any:
+    """The :class:`Spheres` of a Sphere or Points prim, or the :class:`Curves` of a BasisCurves prim, placed by
+    ``m`` (4x4, world space; radii scaled by its mean scale); None for one without points.
+
+    Raises
+    ------
+    ValueError
+        On a radius that is not finite and >= 0, widths of the wrong count, or as :func:`curve_strands`.
+    """
+    from pxr import UsdGeom
+
+    from ._curves import Curves
+    from ._spheres import Spheres
+
+    label = f"{doc.file}: prim {prim.GetPath()}"
+    scale = abs(float(np.linalg.det(m[:3, :3]))) ** (1.0 / 3.0)
+    if kind == "Sphere":
+        radius = float(UsdGeom.Sphere(prim).GetRadiusAttr().Get(time))
+        if not (math.isfinite(radius) and radius >= 0):
+            raise ValueError(f"{label}: radius must be finite and >= 0, got {radius}")
+        return Spheres(m[:3, 3][None], radius * scale, material=material, name=str(prim.GetPath()))
+    if kind == "Points":
+        points = np.asarray(UsdGeom.Points(prim).GetPointsAttr().Get(time) or [], np.float64)
+        doc.budget.check(len(points), "max_accessor_count", f"prim {prim.GetPath()} points")
+        if not len(points):
+            return None
+        widths = np.asarray(UsdGeom.Points(prim).GetWidthsAttr().Get(time) or [1.0], np.float64)
+        if len(widths) not in (1, len(points)):
+            raise ValueError(f"{label}: {len(widths)} widths for {len(points)} points")
+        centers = points.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+        radii = widths / 2.0 * scale if len(widths) > 1 else float(widths[0]) / 2.0 * scale
+        return Spheres(centers, radii, material=material, name=str(prim.GetPath()))
+    curve_kind, strands, radii = curve_strands(doc, prim, time)
+    if not strands:
+        return None
+    moved = [(s.astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32) for s in strands]
+    ends = np.cumsum([len(s) for s in strands])
+    per_strand = [radii[e - len(s):e] * scale for s, e in zip(strands, ends.tolist(), strict=True)]
+    return Curves.from_strands(moved, per_strand, curve_kind, material=material, name=str(prim.GetPath()))
