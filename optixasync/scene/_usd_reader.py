@@ -47,6 +47,8 @@ __all__ = ["UsdAsset", "UsdReader"]
 
 _SKIP = {"Material", "Shader", "NodeGraph", "GeomSubset", "RenderSettings", "RenderProduct", "RenderVar"}
 _TESSELLATED = {"Cube", "Cylinder", "Cone", "Capsule"}
+#: The prim types that make something: geometry, lights, cameras.
+_VISITED = {"Mesh", *_TESSELLATED, "Sphere", "Points", "BasisCurves", "Camera", *LIGHT_TYPES}
 #: Most motion keys per mesh over the shutter.
 _MAX_BLUR_KEYS = 9
 
@@ -131,39 +133,45 @@ class UsdReader:
         if self.prims > self.doc.limits.max_nodes:
             self.doc.budget.check(self.prims, "max_nodes", "the prims of the stage")
 
-    def pruned(self, prim: Any) -> bool:
-        kind = prim.GetTypeName()
+    def pruned(self, prim: Any, kind: str) -> bool:
         if kind in _SKIP:
             return True
-        visibility = prim.GetAttribute("visibility")
-        if visibility and visibility.HasAuthoredValue() and str(visibility.Get(self.sample_time)) == "invisible":
+        names = prim.GetAuthoredPropertyNames()  # one call; the attributes only where authored
+        if "visibility" in names and str(prim.GetAttribute("visibility").Get(self.sample_time)) == "invisible":
             return True
-        purpose = prim.GetAttribute("purpose")
-        return bool(purpose and purpose.HasAuthoredValue() and str(purpose.Get()) in ("guide", "proxy"))
+        return "purpose" in names and str(prim.GetAttribute("purpose").Get()) in ("guide", "proxy")
 
     def walk(self, root: Any, proto: Prototype | None, base: np.ndarray | None) -> None:
-        """Visit ``root``'s subtree; into ``proto`` (matrices relative to ``base``) or the scene (world space)."""
-        stack = [(child, False) for child in reversed(root.GetChildren())] if proto is not None else [
-            (child, False) for child in reversed(self.stage.GetPseudoRoot().GetChildren())]
-        if proto is not None and root.GetTypeName() not in _SKIP:
-            stack.append((root, True))  # the prototype root's own geometry (a gprim may be the root)
+        """Visit ``root``'s subtree; into ``proto`` (matrices relative to ``base``) or the scene (world space).
+
+        USD's own traversal (active, loaded, defined, non-abstract prims; instances not entered) in namespace
+        order, pruned where :meth:`pruned` says.
+        """
+        from pxr import Usd
+
         inverse = np.linalg.inv(base) if base is not None else None
-        while stack:
-            prim, own = stack.pop()
+        stage_walk = proto is None
+        prims = iter(Usd.PrimRange(root))
+        if stage_walk:
+            next(prims)  # the pseudo-root
+        for prim in prims:
             self.count(prim)
-            if not prim.IsActive() or self.pruned(prim):
-                continue
-            m = self.world(prim) if inverse is None else inverse @ self.world(prim)
-            if prim.IsInstance():
-                self.instance(prim, proto, m)
-                continue
             kind = prim.GetTypeName()
-            if kind == "PointInstancer":
-                self.point_instancer(prim, proto, m)
+            if self.pruned(prim, kind):
+                prims.PruneChildren()
                 continue
-            self.visit(prim, kind, proto, m)
-            if not own:
-                stack.extend((child, False) for child in reversed(prim.GetChildren()))
+            if prim.IsInstance():
+                self.instance(prim, proto, self.placement(prim, inverse))
+                prims.PruneChildren()
+            elif kind == "PointInstancer":
+                self.point_instancer(prim, proto, self.placement(prim, inverse))
+                prims.PruneChildren()
+            elif kind in _VISITED:
+                self.visit(prim, kind, proto, self.placement(prim, inverse))
+
+    def placement(self, prim: Any, inverse: np.ndarray | None) -> np.ndarray:
+        """``prim``'s world matrix, or relative to the prototype whose root's world is ``inverse``'s inverse."""
+        return self.world(prim) if inverse is None else inverse @ self.world(prim)
 
     def visit(self, prim: Any, kind: str, proto: Prototype | None, m: np.ndarray) -> None:
         if kind == "Mesh" or kind in _TESSELLATED:
@@ -173,13 +181,13 @@ class UsdReader:
             else:
                 for mesh in meshes:
                     self.add_mesh(mesh, prim, m)
-        elif kind in ("Sphere", "Points", "BasisCurves") or kind in LIGHT_TYPES:
-            if proto is not None:
-                proto.items.append((kind, prim, m))
-            else:
-                self.item(kind, prim, m)
-        elif kind == "Camera" and proto is None:
-            self.cameras.append(prim)
+        elif kind == "Camera":
+            if proto is None:
+                self.cameras.append(prim)
+        elif proto is not None:
+            proto.items.append((kind, prim, m))
+        else:
+            self.item(kind, prim, m)
 
     # -- geometry -------------------------------------------------------------------------------------------------
 

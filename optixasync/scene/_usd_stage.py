@@ -290,22 +290,23 @@ class PrimCounter:
         while stack:
             s = stack.pop()
             total += 1
-            if s.hasReferences:
+            keys = s.ListInfoKeys()  # one call: the arcs only where authored
+            if "references" in keys:
                 for ref in s.referenceList.GetAddedOrExplicitItems():
                     total += self._arc(layer, ref.assetPath, ref.primPath, depth)
-            if s.hasPayloads:
+            if "payload" in keys:
                 for ref in s.payloadList.GetAddedOrExplicitItems():
                     total += self._arc(layer, ref.assetPath, ref.primPath, depth)
-            if s.HasInfo("inheritPaths"):
+            if "inheritPaths" in keys:
                 for path in s.inheritPathList.GetAddedOrExplicitItems():
                     total += self._arc(layer, "", path, depth)
-            if s.HasInfo("specializes"):
+            if "specializes" in keys:
                 for path in s.specializesList.GetAddedOrExplicitItems():
                     total += self._arc(layer, "", path, depth)
             if total >= cap:
                 return cap
             stack.extend(s.nameChildren)
-            if s.HasInfo("variantSetNames") or s.variantSets:
+            if "variantSetNames" in keys or s.variantSets:
                 for variant_set in s.variantSets.values():
                     stack.extend(variant.primSpec for variant in variant_set.variants.values())
         return min(total, cap)
