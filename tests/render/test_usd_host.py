@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from host_build import build_pathtracer_library, compiler, host_render
-from usd_scenes import python_twin, write_sample_stage
+from host_build import HostTracer, build_pathtracer_library, compiler, host_render
+from test_gltf_host import HostFrames
+from usd_scenes import python_twin, slide_columns, write_sample_stage, write_slide_stage
 
 pytest.importorskip("pxr", reason="the usd extra (usd-core) is not installed")
 
-from optixasync.scene import load_usd  # noqa: E402
+from optixasync.render import NodeMotion, RenderOptions  # noqa: E402
+from optixasync.scene import load_usd, read_usd  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +63,21 @@ def test_the_stage_renders_as_its_python_twin(host_kernel, tmp_path):
     # the same samples; a ray grazing an edge may fall either side of it under float rounding
     assert close.mean() > 0.99, f"{(~close).sum()} of {close.size} pixels differ"
     np.testing.assert_allclose(image.mean(axis=(0, 1)), twin.mean(axis=(0, 1)), rtol=2e-3)
+
+
+def test_time_samples_play_frame_by_frame(host_kernel, tmp_path):
+    """The stage's translate samples, played by NodeMotion at 0.25 s a frame: the square is where the samples'
+    linear interpolation puts it, black on the white dome (max depth 1)."""
+    write_slide_stage(tmp_path / "slide.usda")
+    asset = read_usd(tmp_path / "slide.usda", motion_blur=False)
+    assert asset.scene.instanced == [0] and asset.animation.moving.tolist() == [True]
+    w = h = 16
+    tracer = HostTracer(host_kernel, asset.scene, RenderOptions(width=w, height=h, spp=4, max_depth=1))
+    frames, motion = HostFrames(tracer), NodeMotion(asset.animation, dt=0.25)
+    for k in range(5):
+        motion(frames, k, None)
+        row = tracer.render(4)[h // 2, :, 0]
+        dark = slide_columns(w, 0.25 * k)
+        assert dark.sum() == 4, k
+        np.testing.assert_array_equal(row[dark], 0.0)
+        np.testing.assert_allclose(row[~dark], 1.0, rtol=1e-6)

@@ -135,3 +135,37 @@ def python_twin() -> Scene:
     up = _rotation("x", pitch) @ np.array([0.0, 1.0, 0.0])
     camera = Camera(eye, tuple(np.add(eye, forward)), tuple(up), fov=math.degrees(2 * math.atan(v_ap / (2 * focal))))
     return Scene(meshes, camera, Environment(radiance=tuple(sky_intensity * np.array(sky_colour))), [sun, lamp])
+
+
+def write_slide_stage(path) -> None:
+    """A black double-sided square sliding from x = -0.5 to 0.5 over one second (24 time codes) under a white dome,
+    seen by an orthographic camera of half width 1 (16 pixels across: the square's edges on pixel edges)."""
+    from pxr import Gf, Sdf, Usd, UsdGeom, UsdLux
+
+    stage = Usd.Stage.CreateNew(str(path))
+    stage.SetStartTimeCode(0)
+    stage.SetEndTimeCode(24)
+    stage.SetTimeCodesPerSecond(24)
+    mover = UsdGeom.Xform.Define(stage, "/Mover")
+    op = mover.AddTranslateOp()
+    op.Set(Gf.Vec3d(-0.5, 0, 0), 0)
+    op.Set(Gf.Vec3d(0.5, 0, 0), 24)
+    square = UsdGeom.Mesh.Define(stage, "/Mover/Square")
+    square.CreatePointsAttr([(-0.25, -0.25, 0), (0.25, -0.25, 0), (0.25, 0.25, 0), (-0.25, 0.25, 0)])
+    square.CreateFaceVertexCountsAttr([4])
+    square.CreateFaceVertexIndicesAttr([0, 1, 2, 3])
+    square.CreateDoubleSidedAttr(True)
+    UsdGeom.PrimvarsAPI(square).CreatePrimvar("displayColor", Sdf.ValueTypeNames.Color3fArray).Set([(0, 0, 0)])
+    UsdLux.DomeLight.Define(stage, "/Sky")
+    camera = UsdGeom.Camera.Define(stage, "/Cam")
+    camera.CreateProjectionAttr("orthographic")
+    camera.CreateHorizontalApertureAttr(20.0)
+    camera.CreateVerticalApertureAttr(20.0)
+    camera.AddTranslateOp().Set(Gf.Vec3d(0, 0, 5))
+    stage.GetRootLayer().Save()
+
+
+def slide_columns(width: int, seconds: float) -> np.ndarray:
+    """(width,) bool: the image columns the sliding square covers at ``seconds`` (the middle row's)."""
+    xs = (np.arange(width) + 0.5) / width * 2.0 - 1.0  # pixel centres in world x
+    return np.abs(xs - (-0.5 + seconds)) < 0.25
