@@ -20,7 +20,7 @@ distant light), so its power does not change with its size.
 * ``DomeLight``: the scene's :class:`Environment`: its latitude-longitude
   ``texture:file`` (OpenEXR's convention, which the renderer's environment
   map shares) or a constant, times its radiance, turned by the light's
-  rotation. One dome is used; others are dropped with a warning.
+  rotation (and, for ``DomeLight_1``, its ``poleAxis``). One dome is used; others are dropped with a warning.
 
 Cylinder, geometry, portal and plug-in lights are skipped with a warning.
 Cameras: ``focalLength`` and the apertures give the field of view along the
@@ -153,7 +153,12 @@ def _dome(doc: UsdDocument, prim: Any, world: np.ndarray, time: Any, label: str,
     layout = str(_input(prim, "texture:format", time, "automatic"))
     if layout not in ("automatic", "latlong"):
         raise ValueError(f"{label}: texture:format {layout!r} is not read (only latlong maps)")
-    if prim.GetTypeName() == "DomeLight_1" and str(_input(prim, "poleAxis", time, "scene")) == "Z":
+    from pxr import UsdGeom
+
+    pole = str(_input(prim, "poleAxis", time, "scene")) if prim.GetTypeName() == "DomeLight_1" else "Y"
+    if pole == "scene":
+        pole = str(UsdGeom.GetStageUpAxis(prim.GetStage()))
+    if pole == "Z":  # the map's +Y pole turned to +Z
         rotation = rotation @ np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
     path = doc.asset_path(asset.path, _authoring_layer(attr), f"light {prim.GetPath()} texture:file")
     env = load_environment(path, scale=1.0, to_world=rotation, limits=doc.limits)

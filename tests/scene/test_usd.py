@@ -550,3 +550,47 @@ def test_points_at_a_time(tmp_path):
     stage.GetRootLayer().Save()
     assert load_usd(path).meshes[0].vertices[:, 2] == pytest.approx(0.0)  # the earliest sample
     assert load_usd(path, time=5).meshes[0].vertices[:, 2] == pytest.approx(1.0)
+
+
+def test_a_moving_camera_is_part_of_the_animation(tmp_path):
+    stage, path = new_stage(tmp_path)
+    stage.SetTimeCodesPerSecond(10)
+    quad_mesh(stage, "/Q")
+    cam = UsdGeom.Camera.Define(stage, "/Cam")
+    op = cam.AddTranslateOp()
+    op.Set(Gf.Vec3d(0, 0, 5), 0)
+    op.Set(Gf.Vec3d(0, 0, 9), 10)
+    animation = save_and_read(stage, path)
+    assert animation.moving.tolist() == [False]
+    assert animation.camera_at(0.5).eye == pytest.approx((0, 0, 7))
+
+
+def save_and_read(stage, path):
+    stage.GetRootLayer().Save()
+    return read_usd(path, motion_blur=False).animation
+
+
+def test_a_usdz_package_with_a_reference_inside(tmp_path):
+    from pxr import UsdUtils
+
+    stage, _ = new_stage(tmp_path, "asset.usda")
+    quad_mesh(stage, "/A/M")
+    stage.SetDefaultPrim(stage.GetPrimAtPath("/A"))
+    stage.GetRootLayer().Save()
+    main, main_path = new_stage(tmp_path, "main.usda")
+    main.DefinePrim("/Main").GetReferences().AddReference("./asset.usda")
+    main.GetRootLayer().Save()
+    assert UsdUtils.CreateNewUsdzPackage(Sdf.AssetPath(str(main_path)), str(tmp_path / "pack.usdz"))
+    (tmp_path / "asset.usda").unlink()  # read from inside the package
+    (mesh,) = load_usd(tmp_path / "pack.usdz").meshes
+    assert mesh.name == "/Main/M" and mesh.num_triangles == 2
+
+
+def test_a_dome_follows_a_z_up_stage(tmp_path):
+    stage, path = new_stage(tmp_path)
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    np.save(tmp_path / "sky.npy", np.ones((4, 8, 3), np.float32))
+    dome = stage.DefinePrim("/Sky", "DomeLight_1")
+    dome.CreateAttribute("inputs:texture:file", Sdf.ValueTypeNames.Asset).Set("./sky.npy")
+    env = save(stage, path).environment
+    np.testing.assert_allclose(env.to_world @ [0.0, 1.0, 0.0], (0, 0, 1), atol=1e-12)  # the map's pole is +z
