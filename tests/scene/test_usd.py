@@ -594,3 +594,29 @@ def test_a_dome_follows_a_z_up_stage(tmp_path):
     dome.CreateAttribute("inputs:texture:file", Sdf.ValueTypeNames.Asset).Set("./sky.npy")
     env = save(stage, path).environment
     np.testing.assert_allclose(env.to_world @ [0.0, 1.0, 0.0], (0, 0, 1), atol=1e-12)  # the map's pole is +z
+
+
+def test_normal_map_and_opacity_from_the_colour_textures_alpha(tmp_path):
+    stage, path = new_stage(tmp_path)
+    rgba = np.zeros((2, 2, 4), np.uint8)
+    rgba[..., 3] = (0, 255)
+    _png(tmp_path / "leaf.png", rgba)
+    _png(tmp_path / "bumps.png", np.full((2, 2, 3), (128, 128, 255), np.uint8))
+    material, surface = preview(stage, "/Looks/Leaf", opacityThreshold=(Sdf.ValueTypeNames.Float, 0.5))
+    colour = texture_node(stage, "/Looks/Leaf", "Colour", "./leaf.png", "rgb")
+    normal = texture_node(stage, "/Looks/Leaf", "Normal", "./bumps.png", "rgb")
+    normal.CreateInput("scale", Sdf.ValueTypeNames.Float4).Set((2, 2, 2, 1))
+    normal.CreateInput("bias", Sdf.ValueTypeNames.Float4).Set((-1, -1, -1, 0))
+    normal.CreateInput("sourceColorSpace", Sdf.ValueTypeNames.Token).Set("raw")
+    surface.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f).ConnectToSource(colour.ConnectableAPI(), "rgb")
+    surface.CreateInput("opacity", Sdf.ValueTypeNames.Float).ConnectToSource(colour.ConnectableAPI(), "a")
+    surface.CreateInput("normal", Sdf.ValueTypeNames.Normal3f).ConnectToSource(normal.ConnectableAPI(), "rgb")
+    mesh = quad_mesh(stage, "/M")
+    UsdGeom.PrimvarsAPI(mesh).CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray, "vertex").Set(
+        [(0, 0), (1, 0), (1, 1), (0, 1)])
+    bind(mesh.GetPrim(), material)
+    m = save(stage, path).meshes[0].material
+    assert (m.alpha_mode, m.alpha_cutoff, m.opacity) == ("mask", 0.5, 1.0)
+    assert m.reflectance_texture.shape == (2, 2, 4)  # the image's alpha is the opacity
+    np.testing.assert_array_equal(m.reflectance_texture.data[..., 3], rgba[..., 3])
+    assert m.normal_texture is not None and not m.normal_texture.srgb
