@@ -72,7 +72,8 @@ class UsdMaterials:
         """The material bound to ``prim`` (a gprim or a subset) and whether it was bound (else the default)."""
         from pxr import UsdShade
 
-        material, _ = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial()
+        # the preview purpose (UsdPreviewSurface is the preview material), falling back to all-purpose bindings
+        material, _ = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial(UsdShade.Tokens.preview)
         if not material:
             return self.default, False
         key = str(material.GetPath())

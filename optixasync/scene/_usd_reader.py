@@ -2,8 +2,9 @@
 
 Prims are visited depth first in namespace order, each counted against
 ``max_nodes``. A subtree is pruned at a prim whose ``visibility`` is
-``invisible`` or whose ``purpose`` is ``guide`` or ``proxy`` (the render
-purposes are ``default`` and ``render``), and at materials and shaders.
+``invisible``, and at materials and shaders; a prim whose computed
+``purpose`` (its own, else its nearest ancestor's) is ``guide`` or ``proxy``
+is not drawn (the render purposes are ``default`` and ``render``).
 World transforms come from ``UsdGeom.XformCache``, which applies
 ``resetXformStack``. An instanceable prim's prototype is read once, in its
 own space, and each instance places it: its meshes become instances (a
@@ -116,6 +117,7 @@ class UsdReader:
         self.environment: Environment | None = None
         self.cameras: list[Any] = []
         self.world_cache: dict[str, np.ndarray] = {}
+        self.any_purpose = False
 
     # -- the walk -------------------------------------------------------------------------------------------------
 
@@ -139,7 +141,18 @@ class UsdReader:
         names = prim.GetAuthoredPropertyNames()  # one call; the attributes only where authored
         if "visibility" in names and str(prim.GetAttribute("visibility").Get(self.sample_time)) == "invisible":
             return True
-        return "purpose" in names and str(prim.GetAttribute("purpose").Get()) in ("guide", "proxy")
+        if "purpose" in names:
+            self.any_purpose = True  # from here on (descendants come later) visited prims compute theirs
+        return False
+
+    def hidden_purpose(self, prim: Any) -> bool:
+        """Whether ``prim``'s computed purpose (its own authored one, else its nearest ancestor's) is a guide or a
+        proxy: the render purposes are ``default`` and ``render``."""
+        if not self.any_purpose:
+            return False
+        from pxr import UsdGeom
+
+        return str(UsdGeom.Imageable(prim).ComputePurpose()) in ("guide", "proxy")
 
     def walk(self, root: Any, proto: Prototype | None, base: np.ndarray | None) -> None:
         """Visit ``root``'s subtree; into ``proto`` (matrices relative to ``base``) or the scene (world space).
@@ -160,13 +173,15 @@ class UsdReader:
             if self.pruned(prim, kind):
                 prims.PruneChildren()
                 continue
-            if prim.IsInstance():
-                self.instance(prim, proto, self.placement(prim, inverse))
+            if prim.IsInstance() or kind == "PointInstancer":
                 prims.PruneChildren()
-            elif kind == "PointInstancer":
-                self.point_instancer(prim, proto, self.placement(prim, inverse))
-                prims.PruneChildren()
-            elif kind in _VISITED:
+                if self.hidden_purpose(prim):
+                    continue
+                if prim.IsInstance():
+                    self.instance(prim, proto, self.placement(prim, inverse))
+                else:
+                    self.point_instancer(prim, proto, self.placement(prim, inverse))
+            elif kind in _VISITED and not self.hidden_purpose(prim):
                 self.visit(prim, kind, proto, self.placement(prim, inverse))
 
     def placement(self, prim: Any, inverse: np.ndarray | None) -> np.ndarray:

@@ -23,6 +23,7 @@ None: file reading on the host.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Iterator
@@ -47,6 +48,8 @@ USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
 #: ``max_node_depth`` too).
 MAX_ARC_DEPTH = 64
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(?![/\\])|^[A-Za-z][A-Za-z0-9+.-]+://")
+#: The prim-spec fields of composition arcs that bring prims.
+_ARC_KEYS = frozenset({"references", "payload", "inheritPaths", "specializes"})
 _TF_MESSAGE = re.compile(r" : '(?P<message>.*)'\s*$", re.S)
 
 
@@ -235,7 +238,9 @@ class PrimCounter:
     """Upper bounds of the prims a stage composes, counted over its layers' prim specs.
 
     A prim spec counts once, plus what each of its references, payloads, inherits and specializes brings
-    (the target's count, once per arc), plus its variants' specs (all of them, whichever is selected).
+    (the target's count, once per arc), and its variants' specs count too (all of them, whichever is
+    selected). A target's specs are the sorted path strings equal to it or below it (``P/...``, ``P{...``),
+    found by bisection.
     Counts saturate just above ``max_nodes``; arcs nest at most :data:`MAX_ARC_DEPTH` deep.
     """
 
@@ -245,6 +250,7 @@ class PrimCounter:
         self.cap = doc.limits.max_nodes + 1
         self.memo: dict[tuple[str, str], int] = {}
         self.active: set[tuple[str, str]] = set()
+        self.indices: dict[str, tuple[list[str], list[str], list[Any]]] = {}
 
     def stage_prims(self, root: Any) -> int:
         total = self.layer_prims(root, 0)
@@ -258,12 +264,36 @@ class PrimCounter:
         if key in self.memo:
             return self.memo[key]
         self._enter(key, layer, depth)
-        total = sum(self.spec_prims(layer, spec, depth) for spec in layer.rootPrims)
+        paths, arc_paths, arc_specs = self.index(layer)
+        total = len(paths) + self.arcs(layer, arc_specs, 0, len(arc_specs), depth)
         for sub in layer.subLayerPaths:
             target = self._layer(layer, sub)
             if target is not None:
                 total += self.layer_prims(target, depth + 1)
         return self._leave(key, total)
+
+    def index(self, layer: Any) -> tuple[list[str], list[str], list[Any]]:
+        """A layer's prim paths (sorted strings, variants' included), and those of its specs with arcs and the specs.
+
+        One ``Traverse`` and one info-key query per prim spec: walking ``nameChildren`` costs several times more.
+        """
+        key = layer.identifier
+        if key not in self.indices:
+            from pxr import Sdf
+
+            found: list[Any] = []
+            layer.Traverse(Sdf.Path.absoluteRootPath, found.append)
+            prims = [p for p in found
+                     if (p.IsPrimPath() or p.IsPrimVariantSelectionPath()) and not p.IsAbsoluteRootPath()]
+            self.doc.budget.charge(len(prims) * 64, f"the prim specs of {layer.identifier}")
+            with_arcs = []
+            for path in prims:
+                spec = layer.GetPrimAtPath(path)
+                if spec is not None and not _ARC_KEYS.isdisjoint(spec.ListInfoKeys()):
+                    with_arcs.append((str(path), spec))
+            with_arcs.sort(key=lambda item: item[0])
+            self.indices[key] = (sorted(str(p) for p in prims), [a for a, _ in with_arcs], [b for _, b in with_arcs])
+        return self.indices[key]
 
     def target_prims(self, layer: Any, path: Any, depth: int) -> int:
         """The prims an arc to ``path`` in ``layer`` brings (its default prim, or every root, for an empty path)."""
@@ -271,26 +301,26 @@ class PrimCounter:
             default = layer.defaultPrim
             if not default:
                 return self.layer_prims(layer, depth + 1)
-            spec = layer.GetPrimAtPath("/" + default)
+            target = "/" + default
         else:
-            spec = layer.GetPrimAtPath(path)
-        if spec is None:
-            return 0
-        key = (layer.identifier, str(spec.path))
+            target = str(path)
+        key = (layer.identifier, target)
         if key in self.memo:
             return self.memo[key]
+        paths, arc_paths, arc_specs = self.index(layer)
         self._enter(key, layer, depth)
-        return self._leave(key, self.spec_prims(layer, spec, depth + 1))
-
-    def spec_prims(self, layer: Any, spec: Any, depth: int) -> int:
-        """The prims below and including ``spec`` (depth first, iteratively), arcs included."""
         total = 0
-        stack = [spec]
-        cap = self.cap
-        while stack:
-            s = stack.pop()
-            total += 1
-            keys = s.ListInfoKeys()  # one call: the arcs only where authored
+        for lo_key, hi_key in ((target, target + "\0"), (target + "/", target + "0"), (target + "{", target + "|")):
+            total += bisect.bisect_left(paths, hi_key) - bisect.bisect_left(paths, lo_key)
+            total += self.arcs(layer, arc_specs, bisect.bisect_left(arc_paths, lo_key),
+                               bisect.bisect_left(arc_paths, hi_key), depth + 1)
+        return self._leave(key, total)
+
+    def arcs(self, layer: Any, specs: list[Any], lo: int, hi: int, depth: int) -> int:
+        """What the arcs of ``specs[lo:hi]`` bring, saturated just above ``max_nodes``."""
+        total = 0
+        for s in specs[lo:hi]:
+            keys = s.ListInfoKeys()
             if "references" in keys:
                 for ref in s.referenceList.GetAddedOrExplicitItems():
                     total += self._arc(layer, ref.assetPath, ref.primPath, depth)
@@ -303,13 +333,9 @@ class PrimCounter:
             if "specializes" in keys:
                 for path in s.specializesList.GetAddedOrExplicitItems():
                     total += self._arc(layer, "", path, depth)
-            if total >= cap:
-                return cap
-            stack.extend(s.nameChildren)
-            if "variantSetNames" in keys or s.variantSets:
-                for variant_set in s.variantSets.values():
-                    stack.extend(variant.primSpec for variant in variant_set.variants.values())
-        return min(total, cap)
+            if total >= self.cap:
+                return self.cap
+        return total
 
     def _arc(self, layer: Any, asset: str, path: Any, depth: int) -> int:
         target = layer if not asset else self._layer(layer, asset)
