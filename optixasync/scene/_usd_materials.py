@@ -198,7 +198,8 @@ class PreviewSurface:
             reflectance = _rgb(diffuse)
         if clearcoat > 0.0 and float(metallic or 0.0) == 0.0 and metallic_tex is None:
             self.warn("plastic", f"clearcoat {clearcoat:.6g} becomes a plastic: a Lambertian base under a coating of "
-                      f"roughness {coat_roughness:.6g} (the base's roughness {float(roughness or 0):.6g} and the coat's weight dropped)")
+                      f"roughness {coat_roughness:.6g} (the base's roughness {float(roughness or 0):.6g} and the "
+                      "coat's weight dropped)")
             return Material(bsdf="plastic", reflectance=_clip(reflectance), reflectance_texture=colour,
                             alpha=max(coat_roughness**2, 1e-4), int_ior=ior if ior != 1.0 else 1.5, **common)
         if clearcoat > 0.0:

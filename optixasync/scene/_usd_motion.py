@@ -28,7 +28,7 @@ MAX_TIME_SAMPLES = 4096
 
 
 def interpolate(times: np.ndarray, keys: np.ndarray, time: float) -> np.ndarray:
-    """``keys`` (K, ...) at ``time``: linear between the samples ``times`` (K,), held before the first and after the last."""
+    """``keys`` (K, ...) at ``time``: linear between the samples ``times`` (K,), held outside them."""
     if len(times) == 1 or time <= times[0]:
         return keys[0].copy()
     if time >= times[-1]:

@@ -132,7 +132,8 @@ def test_a_layer_over_max_file_bytes(tmp_path):
 
 
 def test_malformed_layers_name_the_file_and_the_prim(tmp_path):
-    path = write(tmp_path / "broken.usda", 'def Mesh "Broken" {\n point3f[] points = [(0,0,0)]\n int[] faceVertexCounts = [3, \n}\n')
+    path = write(tmp_path / "broken.usda",
+                 'def Mesh "Broken" {\n point3f[] points = [(0,0,0)]\n int[] faceVertexCounts = [3, \n}\n')
     with pytest.raises(ValueError, match=r"broken\.usda.*malformed USD layer.*Broken"):
         load_usd(path)
     bad = write(tmp_path / "counts.usda", mesh("M", "(0,0,0)", "3", "0, 0"))

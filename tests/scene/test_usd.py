@@ -212,8 +212,12 @@ def test_guides_proxies_and_invisible_prims_are_not_drawn(tmp_path):
     hidden.CreateVisibilityAttr("invisible")
     quad_mesh(stage, "/Hidden/Quad")
     UsdGeom.Imageable(quad_mesh(stage, "/Render").GetPrim()).CreatePurposeAttr("render")
+    shown = UsdGeom.Xform.Define(stage, "/Shown")
+    shown.CreatePurposeAttr("guide")  # a prim's own authored purpose wins over its ancestor's
+    UsdGeom.Imageable(quad_mesh(stage, "/Shown/Quad").GetPrim()).CreatePurposeAttr("render")
+    quad_mesh(stage, "/Shown/Inherits")  # none of its own: the guide's
     quad_mesh(stage, "/Inactive").GetPrim().SetActive(False)
-    assert [m.name for m in save(stage, path).meshes] == ["/Render"]
+    assert [m.name for m in save(stage, path).meshes] == ["/Render", "/Shown/Quad"]
 
 
 # -- shapes ---------------------------------------------------------------------------------------------------------
