@@ -146,15 +146,16 @@ def render_options(plan: RenderPlan) -> Any:
 
 
 def frame_update(plan: RenderPlan, scene: Any, animation: Any) -> Any:
-    """The frame update of ``--frames``: the cloth moves, a glTF node animation plays, or the camera swings.
+    """The frame update of ``--frames``: the cloth moves, a glTF node animation or USD time samples play, or the
+    camera swings.
 
     ``animation`` is what :func:`~optixasync.cli._scene.build_scene` gave beside the scene.
     """
     from optixasync.render import CameraSwing, ClothMotion, NodeMotion
-    from optixasync.scene import ClothAnimation, NodeAnimation
+    from optixasync.scene import ClothAnimation, NodeAnimation, UsdAnimation
 
     if isinstance(animation, ClothAnimation):
         return ClothMotion(animation, plan.dt)
-    if isinstance(animation, NodeAnimation):
+    if isinstance(animation, (NodeAnimation, UsdAnimation)):
         return NodeMotion(animation, plan.dt)
     return CameraSwing(scene.camera, plan.count)  # +-15 degrees over the animation

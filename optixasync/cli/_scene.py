@@ -3,11 +3,12 @@
 :func:`add_scene_arguments` adds the options, :func:`choose_scene` checks
 them without reading anything, and :func:`build_scene` builds the scene on
 the CPU: a built-in scene, a scene file with its materials, textures, lights
-and camera (``.gltf``, ``.glb``, ``.obj`` with its ``.mtl``), or a mesh file
+and camera (``.gltf``, ``.glb``, ``.obj`` with its ``.mtl``, a USD stage ``.usd``, ``.usda``, ``.usdc``,
+``.usdz`` with the ``usd`` extra), or a mesh file
 placed on the floor of the Cornell box (``.ply``, ``.stl``), lit by
 ``--env`` (an HDR image or a constant ``R,G,B``). A scene file without
 lights gets a constant white environment, as model viewers do. For an
-animation (``--frames``) a glTF file's first node animation is played.
+animation (``--frames``) a glTF file's first node animation, or a USD stage's time samples, are played.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ __all__ = ["ASSET_SUFFIXES", "SCENE_NAMES", "SceneChoice", "add_scene_arguments"
 SCENE_NAMES = ("cornell_box", "cloth", "materials")
 #: Files ``--scene`` reads as whole scenes, with their materials, lights and camera (others: a mesh placed in the
 #: Cornell box).
-ASSET_SUFFIXES = (".gltf", ".glb", ".obj")
+ASSET_SUFFIXES = (".gltf", ".glb", ".obj", ".usd", ".usda", ".usdc", ".usdz")
 #: Upper bound of ``--cells``: 2 * 4096^2 = 33.5M triangles, about 1.2 GB of host vertices and indices.
 MAX_CELLS = 4096
 
@@ -36,7 +37,7 @@ def add_scene_arguments(parser: argparse.ArgumentParser, *, cloth: bool = True) 
     group.add_argument("--scene", default=None, metavar="NAME|PATH",
                        help="cornell_box (the default), cloth (the default with --frames), materials (a sphere per "
                             "BSDF under a sky), a scene file with its materials, lights and camera (.gltf .glb; "
-                            ".obj with its .mtl), or a mesh file (.ply .stl, needs the mesh "
+                            ".obj with its .mtl; .usd .usda .usdc .usdz, needs the usd extra), or a mesh file (.ply .stl, needs the mesh "
                             "extra) placed on the floor of the Cornell box")
     group.add_argument("--env", default=None, metavar="PATH|R,G,B",
                        help="environment light: an equirectangular HDR image (.hdr, .exr needs the exr extra, .npy) "
@@ -84,7 +85,7 @@ def choose_scene(args: argparse.Namespace, default: str = "cornell_box") -> Scen
     ValueError
         With a one-line message naming the option.
     """
-    from optixasync.scene import MESH_SUFFIXES
+    from optixasync.scene import MESH_SUFFIXES, USD_SUFFIXES
     from optixasync.scene._load import check_mesh_path
 
     name = args.scene if args.scene is not None else default
@@ -93,6 +94,9 @@ def choose_scene(args: argparse.Namespace, default: str = "cornell_box") -> Scen
     elif Path(name).suffix == "" and not Path(name).exists():
         raise ValueError(f"--scene: unknown scene {name!r}: use {', '.join(SCENE_NAMES)} or a scene or mesh file "
                          f"({' '.join(sorted(set(MESH_SUFFIXES) | set(ASSET_SUFFIXES)))})")
+    elif Path(name).suffix.lower() in USD_SUFFIXES:
+        path, kind = _usd_path(name), "asset"
+        stem = path.stem
     else:
         path = check_mesh_path(name)
         kind = "asset" if path.suffix.lower() in ASSET_SUFFIXES else "file"
@@ -106,6 +110,15 @@ def choose_scene(args: argparse.Namespace, default: str = "cornell_box") -> Scen
     env = getattr(args, "env", None)
     _check_env(env)
     return SceneChoice(kind, path, stem, env, env_scale, cells)
+
+
+def _usd_path(name: str) -> Path:
+    path = Path(name)
+    if not path.exists():
+        raise ValueError(f"scene file not found: {name!r}")
+    if not path.is_file():
+        raise ValueError(f"not a file: {name!r}")
+    return path
 
 
 def _check_env(env: str | None) -> None:
@@ -167,8 +180,13 @@ def build_scene(choice: SceneChoice, prog: str, frames: bool = False) -> tuple[A
 
 
 def _asset(path: Any, frames: bool) -> tuple[Any, Any]:
-    """A scene file's scene, and with ``frames`` a glTF file's first node animation (None without one)."""
-    from optixasync.scene import load_scene, read_gltf
+    """A scene file's scene, and with ``frames`` a glTF file's first node animation or a USD stage's time samples
+    (None without)."""
+    from optixasync.scene import USD_SUFFIXES, load_scene, read_gltf, read_usd
+
+    if path.suffix.lower() in USD_SUFFIXES:
+        asset = read_usd(path, motion_blur=not frames)
+        return asset.scene, asset.animation if frames else None
 
     if frames and path.suffix.lower() in (".gltf", ".glb"):
         asset = read_gltf(path)

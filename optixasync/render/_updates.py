@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..scene import Camera, ClothAnimation, NodeAnimation
+from ..scene import Camera, ClothAnimation, NodeAnimation, UsdAnimation
 from ..scene._cloth import CLOTH_WAVES
 from ._graphs import FRAME_VALUES
 
@@ -128,13 +128,15 @@ class NodeMotion:
     """Frame ``k`` shows a glTF node animation at ``start + k * dt`` seconds (``start``: its first keyframe).
 
     ``animation`` is the :class:`~optixasync.scene.NodeAnimation` of the scene the pipeline renders
-    (:meth:`GltfAsset.animated_scene <optixasync.scene.GltfAsset.animated_scene>`): each frame writes the moving
+    (:meth:`GltfAsset.animated_scene <optixasync.scene.GltfAsset.animated_scene>`), or the
+    :class:`~optixasync.scene.UsdAnimation` of a USD stage's time samples (:func:`~optixasync.scene.read_usd`
+    with ``motion_blur=False``): each frame writes the moving
     meshes' transforms into their mesh records and rebuilds the instance structure, on the frame's stream
     (:meth:`RenderPipeline.place`), and moves the camera when the animation moves its node. Past the last
     keyframe every channel holds its last value. Depends on ``index`` alone (the farm's rule).
     """
 
-    animation: NodeAnimation
+    animation: NodeAnimation | UsdAnimation
     dt: float = 1 / 30
     start: float | None = None
 

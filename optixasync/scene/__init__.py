@@ -62,6 +62,7 @@ from ._obj import load_obj
 from ._scene import Scene
 from ._spheres import Spheres
 from ._texture import TEXTURE_FILTERS, TEXTURE_WRAPS, Texture, TextureTransform, load_texture
+from ._usd import USD_SUFFIXES, UsdAnimation, UsdAsset, load_usd, read_usd
 
 __all__ = [
     "COPPER_ETA",
@@ -85,6 +86,11 @@ __all__ = [
     "load_obj",
     "load_scene",
     "read_gltf",
+    "USD_SUFFIXES",
+    "UsdAnimation",
+    "UsdAsset",
+    "load_usd",
+    "read_usd",
     "ALPHA_MODES",
     "SIDEDNESS",
     "BsdfFamily",

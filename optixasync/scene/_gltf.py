@@ -136,8 +136,8 @@ __all__ = ["GLTF_EXTENSIONS", "SCENE_SUFFIXES", "WATTS_PER_LUMEN", "GltfAnimatio
            "GltfChannel", "GltfInstance", "GltfLight", "GltfSampler", "NodeAnimation", "load_gltf", "load_scene",
            "read_gltf"]
 
-#: File suffixes :func:`load_scene` reads (case-insensitive).
-SCENE_SUFFIXES = (".gltf", ".glb", ".obj")
+#: File suffixes :func:`load_scene` reads (case-insensitive); the USD ones need the ``usd`` extra.
+SCENE_SUFFIXES = (".gltf", ".glb", ".obj", ".usd", ".usda", ".usdc", ".usdz")
 
 
 def load_gltf(path: str | Path, *, camera: int | str | None = None, instancing: bool = True,
@@ -247,9 +247,10 @@ def _collector_paused() -> Iterator[None]:
 
 
 def load_scene(path: str | Path, **kwargs: Any) -> Scene:
-    """Read a scene file, the reader chosen by suffix: ``.gltf``/``.glb`` :func:`load_gltf`, ``.obj`` :func:`load_obj`.
+    """Read a scene file, the reader chosen by suffix: ``.gltf``/``.glb`` :func:`load_gltf`, ``.obj`` :func:`load_obj`,
+    ``.usd``/``.usda``/``.usdc``/``.usdz`` :func:`load_usd`.
 
-    ``kwargs`` go to the reader (``camera=`` for glTF, ``limits=`` for both).
+    ``kwargs`` go to the reader (``camera=`` for glTF and USD, ``limits=`` for all).
 
     Raises
     ------
@@ -264,5 +265,9 @@ def load_scene(path: str | Path, **kwargs: Any) -> Scene:
         from ._obj import load_obj  # here: glTF files need no OBJ reader
 
         return load_obj(path, **kwargs)
+    if suffix in (".usd", ".usda", ".usdc", ".usdz"):
+        from ._usd import load_usd  # here: pxr is imported only for USD files
+
+        return load_usd(path, **kwargs)
     raise ValueError(f"unsupported scene format {path.suffix or 'no suffix'!r} for {str(path)!r}: use one of "
                      f"{', '.join(SCENE_SUFFIXES)}")

@@ -4,7 +4,8 @@ Usage (from a checkout's root; no GPU needed, a C++ compiler is)::
 
     python tests/render/pictures.py [OUTDIR] [--spp N] [--width W] [--only NAME]
 
-writes ``point_cloud.png``, ``hair.png`` and ``motion_blur.png`` into ``OUTDIR`` (default ``docs/``). The scenes
+writes ``point_cloud.png``, ``hair.png``, ``motion_blur.png`` and ``usd_scene.png`` (a USD stage read by
+``load_usd``; needs the usd extra) into ``OUTDIR`` (default ``docs/``). The scenes
 are built with the public scene API; the images come from the path tracer's own device code compiled for the CPU
 (``host_build.py``), so they show what the kernel computes, not a second renderer.
 """
@@ -142,9 +143,20 @@ def motion_scene() -> Scene:
                  Environment(radiance=(0.3, 0.33, 0.4)), [sun], shutter=(0.0, 1.0))
 
 
+def usd_scene() -> Scene:
+    """The sample stage of ``usd_scenes.py``, written to a temporary folder and read by ``load_usd``."""
+    from usd_scenes import write_sample_stage
+
+    from optixasync.scene import load_usd
+
+    path = Path(tempfile.mkdtemp()) / "sample.usda"
+    write_sample_stage(path)
+    return load_usd(path)
+
+
 #: Each picture's scene, max depth and samples per pixel (the hair's cost most: 7.4 s a sample at 400x225 on 2 cores).
 PICTURES = {"point_cloud": (point_cloud_scene, 6, 128), "hair": (hair_scene, 6, 48),
-            "motion_blur": (motion_scene, 6, 64)}
+            "motion_blur": (motion_scene, 6, 64), "usd_scene": (usd_scene, 6, 256)}
 
 
 def main(argv: list[str] | None = None) -> int:
