@@ -27,7 +27,9 @@ Blocking calls
 --------------
 None: pinned copies, stream-ordered allocations and event records.
 ``optixLaunch`` in :meth:`Frame.launch` blocks when the context has
-validation mode on.
+validation mode on. With ``optix_queue_limit`` on, :meth:`Frame.launch`
+waits on the oldest queued launch's event when the context's launch queue is
+full (the designed wait ``optix queue``, in ``stats.queue_wait_ms``).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class FrameOwner(Protocol):
     stream: Any
     params_dtype: np.dtype | None
     frames_in_flight: int
+    queue_token: object  # who launches, for the context's launch queue (its waits' causes)
+    stats: Any  # the scheduler's SchedulerStats (counts the launch-queue waits by cause)
 
     @property
     def closed(self) -> bool:
@@ -253,6 +257,8 @@ class Frame:
             raise GraphCaptureError("a launch of a pipeline compiled with exception checks "
                                     "(PipelineOptions.exception_flags): frames that debug exceptions run eagerly, "
                                     "each launch where its error can be seen")
+        if owner.ctx.launch_queue.limit is not None and not self.capturing:
+            self._make_launch_room(owner)
         start = _clock()
         with _nvtx.annotate("optixasync.launch"):
             if params is not None:
@@ -262,11 +268,21 @@ class Frame:
                     self.upload_params()
                 device = staged.device_ptr
             launch = _clock()
-            pipeline.launch(sbt, device, width, height, depth, stream=self._handle, params_size=size)
+            pipeline.launch(sbt, device, width, height, depth, stream=self._handle, params_size=size,
+                            queue_owner=owner.queue_token)
         end = _clock()
         stats = self.stats
         stats.launch_ms += (end - launch) * 1e3
         stats.submit_ms += (end - start) * 1e3
+
+    def _make_launch_room(self, owner: FrameOwner) -> None:
+        """The launch-queue wait (designed, counted by cause), before the launch's own timing starts."""
+        wait = owner.ctx.launch_queue.make_room(owner.queue_token)
+        if wait is not None:
+            stats = self.stats
+            stats.queue_waits += 1
+            stats.queue_wait_ms += wait.ms
+            owner.stats.count_queue_wait(wait.cause)
 
     def _own_params(self, params: Any) -> int:
         """A launch's own parameters on the device (uploaded on the frame's stream, held until it retires)."""
