@@ -52,9 +52,12 @@ def raw_configs(quick: bool, limits: list[int]) -> list[dict[str, Any]]:
     rows += [dict(base, spin_us=s) for s in (100, 10000)]
     rows += [dict(base, width=1 << 20), dict(base, streams=4), dict(base, pipelines=2), dict(base, contexts=2),
              dict(base, params_bytes=4096)]
-    rows += [dict(base, queue_limit=n) for n in limits]
-    rows += [dict(base, streams=4, queue_limit=n) for n in limits]
-    return rows
+    return rows + limit_rows(base, limits)
+
+
+def limit_rows(base: dict[str, Any], limits: list[int]) -> list[dict[str, Any]]:
+    """The base configuration, on one stream and on four, with the launch queue bounded at each limit."""
+    return [dict(base, streams=streams, queue_limit=n) for n in limits for streams in (1, 4)]
 
 
 def sched_configs(quick: bool, limits: list[int], in_flight: list[int], works: list[str],
@@ -331,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         elif suggested not in fixed:
             fixed.append(suggested)
             if args.only != "sched":
-                run_all([dict(raw_configs(args.quick, [])[0], queue_limit=suggested)])
+                run_all(limit_rows(raw_configs(args.quick, [])[0], [suggested]))
     if args.only != "raw":
         run_all(sched_configs(args.quick, fixed, parse_list(args.in_flight, [1, 2, 3, 4]),
                               parse_list(args.work, ["busy", "path"], str), args.frames))
