@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _config
-from ._events import EventPool, event_done, synchronize
+from ._errors import reraise
+from ._events import EventPool, _get_runtime, event_done, synchronize
 
 __all__ = ["LaunchQueue", "QueueWait", "OWN_LAUNCH", "OTHER_LAUNCH"]
 
@@ -156,13 +157,15 @@ class LaunchQueue:
         lowered), or None when there was room. Never waits with the limit off.
         """
         limit = self.limit
-        if limit is None:
-            return None
+        if limit is None or len(self._pending) < limit:
+            return None  # the common case: no lock, no query
+        return self._wait_for_room(limit, owner)
+
+    def _wait_for_room(self, limit: int, owner: Any) -> QueueWait | None:
         waited_ms, first = 0.0, None
         while True:
             with self._lock:
-                if len(self._pending) >= limit:
-                    self._drop_passed()
+                self._drop_passed()
                 if len(self._pending) < limit:
                     break
                 oldest = self._pending[0]
@@ -186,20 +189,15 @@ class LaunchQueue:
         """After a launch on ``stream`` (a raw handle): count it, behind an event recorded there (limit on only)."""
         if self.limit is None:
             return
-        with self._lock:
+        with self._lock:  # the record inside: an entry is never seen before its event is recorded
             event = self._events.acquire()
-            number = self.launches
+            _record_raw(event, stream)
+            self._pending.append(_Entry(self.launches, event, owner))
             self.launches += 1
-        _record_raw(event, stream)
-        with self._lock:
-            self._pending.append(_Entry(number, event, owner))
 
 
 def _record_raw(event: Any, stream: int) -> None:
     """``cudaEventRecord(event, stream)`` on a raw stream handle."""
-    from ._errors import reraise
-    from ._events import _get_runtime
-
     try:
         _get_runtime().eventRecord(event.ptr, stream)
     except Exception as exc:

@@ -32,7 +32,7 @@ from ._options import PipelineOptions
 from ._sbt import ShaderBindingTable
 
 if TYPE_CHECKING:
-    from ..cuda import Context
+    from ..cuda import Context, QueueWait
 
 __all__ = ["MAX_CALLABLE_DEPTH", "Pipeline", "check_callable_depths", "check_primitives", "compute_stack_sizes",
            "merge_stack_sizes"]
@@ -252,7 +252,7 @@ class Pipeline:
     def launch(
         self, sbt: ShaderBindingTable, params: Any, width: int, height: int = 1, depth: int = 1, *,
         stream: Any = None, params_size: int | None = None, queue_owner: Any = None,
-    ) -> None:
+    ) -> QueueWait | None:
         """Enqueue ``optixLaunch`` on ``stream`` (default: the context's stream).
 
         The launch waits (on the GPU) for the SBT's upload when it ran on another stream. With a limit on the
@@ -275,6 +275,11 @@ class Pipeline:
             ``params.nbytes`` when ``params`` has one.
         queue_owner : object, optional
             Who launches, for the launch queue's causes (a frame scheduler passes its own token).
+
+        Returns
+        -------
+        QueueWait or None
+            The launch queue's wait before this launch, if it had to wait.
 
         Raises
         ------
@@ -316,13 +321,13 @@ class Pipeline:
         if sbt.closed:
             raise RuntimeError("launch with a closed ShaderBindingTable (its records are freed)")
         target = stream_handle(self.ctx.stream if stream is None else stream)
-        queue = self.ctx.launch_queue
+        queue, wait = self.ctx.launch_queue, None
         if capture_of(target) is not None:
             if not getattr(self.ctx.api, "launches_replay", False):
                 raise GraphCaptureError(LAUNCH_NOT_REPLAYABLE)  # (a test's stand-in API may say its launches replay)
             queue = None  # a captured launch is counted by no queue: no wait, no event inside the capture
         elif queue.limit is not None:
-            queue.make_room(queue_owner)  # the designed wait, before OptiX would wait inside optixLaunch
+            wait = queue.make_room(queue_owner)  # the designed wait, before OptiX would wait inside optixLaunch
         handle = sbt.ready.order(target)
         status = self.ctx.api.optixLaunch(
             self.handle, handle, params if type(params) is int else device_pointer(params), params_size,
@@ -332,6 +337,7 @@ class Pipeline:
             check(status, "optixLaunch", api=self.ctx.api)
         if queue is not None and queue.limit is not None:
             queue.record(handle, queue_owner)
+        return wait
 
     def close(self) -> None:
         if self.handle:

@@ -257,8 +257,6 @@ class Frame:
             raise GraphCaptureError("a launch of a pipeline compiled with exception checks "
                                     "(PipelineOptions.exception_flags): frames that debug exceptions run eagerly, "
                                     "each launch where its error can be seen")
-        if owner.ctx.launch_queue.limit is not None and not self.capturing:
-            self._make_launch_room(owner)
         start = _clock()
         with _nvtx.annotate("optixasync.launch"):
             if params is not None:
@@ -268,21 +266,21 @@ class Frame:
                     self.upload_params()
                 device = staged.device_ptr
             launch = _clock()
-            pipeline.launch(sbt, device, width, height, depth, stream=self._handle, params_size=size,
-                            queue_owner=owner.queue_token)
+            wait = pipeline.launch(sbt, device, width, height, depth, stream=self._handle, params_size=size,
+                                   queue_owner=owner.queue_token)
         end = _clock()
         stats = self.stats
-        stats.launch_ms += (end - launch) * 1e3
-        stats.submit_ms += (end - start) * 1e3
+        waited = 0.0 if wait is None else self._count_queue_wait(wait)
+        stats.launch_ms += (end - launch) * 1e3 - waited
+        stats.submit_ms += (end - start) * 1e3 - waited
 
-    def _make_launch_room(self, owner: FrameOwner) -> None:
-        """The launch-queue wait (designed, counted by cause), before the launch's own timing starts."""
-        wait = owner.ctx.launch_queue.make_room(owner.queue_token)
-        if wait is not None:
-            stats = self.stats
-            stats.queue_waits += 1
-            stats.queue_wait_ms += wait.ms
-            owner.stats.count_queue_wait(wait.cause)
+    def _count_queue_wait(self, wait: Any) -> float:
+        """Count the launch queue's wait before a launch (designed, by cause); its ms, kept out of the launch's."""
+        stats = self.stats
+        stats.queue_waits += 1
+        stats.queue_wait_ms += wait.ms
+        self._owner.stats.count_queue_wait(wait.cause)
+        return wait.ms
 
     def _own_params(self, params: Any) -> int:
         """A launch's own parameters on the device (uploaded on the frame's stream, held until it retires)."""
