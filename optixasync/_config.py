@@ -13,6 +13,9 @@ OPTIXASYNC_OPTIX_LIBRARY
     Explicit path of ``libnvoptix.so.1``.
 OPTIXASYNC_DISABLE_CACHE
     Set to ``1`` to compile every kernel afresh and keep nothing on disk.
+OPTIXASYNC_OPTIX_QUEUE_LIMIT
+    At most this many OptiX launches queued per OptiX device context (see
+    :mod:`optixasync.cuda._launch_queue`); unset or empty: no limit (the default).
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from pathlib import Path
 
 __all__ = [
     "cache_dir", "cache_enabled", "kernels_dir", "optix_cache_dir", "optix_library_override", "ptx_cache_dir",
-    "CACHE_DIR_ENV", "OPTIX_LIBRARY_ENV",
+    "CACHE_DIR_ENV", "OPTIX_LIBRARY_ENV", "OPTIX_QUEUE_LIMIT_ENV", "optix_queue_limit",
 ]
 
 CACHE_DIR_ENV = "OPTIXASYNC_CACHE_DIR"
 #: Environment variable holding an explicit path to the OptiX driver library (read here only).
 OPTIX_LIBRARY_ENV = "OPTIXASYNC_OPTIX_LIBRARY"
+#: Environment variable bounding the OptiX launches queued per device context (read here only).
+OPTIX_QUEUE_LIMIT_ENV = "OPTIXASYNC_OPTIX_QUEUE_LIMIT"
 
 
 def cache_dir() -> Path:
@@ -52,6 +57,27 @@ def optix_cache_dir() -> Path:
 def optix_library_override() -> str | None:
     """The path in :data:`OPTIX_LIBRARY_ENV`, or None when it is unset or empty."""
     return os.environ.get(OPTIX_LIBRARY_ENV) or None
+
+
+def optix_queue_limit() -> int | None:
+    """The limit in :data:`OPTIX_QUEUE_LIMIT_ENV`, or None when it is unset or empty.
+
+    Raises
+    ------
+    ValueError
+        When it is set to anything but an integer >= 1, naming the variable.
+    """
+    text = os.environ.get(OPTIX_QUEUE_LIMIT_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{OPTIX_QUEUE_LIMIT_ENV} must be an integer >= 1 (OptiX launches queued per context) "
+                         f"or unset, got {text!r}")
+    return value
 
 
 def cache_enabled() -> bool:

@@ -16,7 +16,7 @@ stream (:func:`join_streams`), uploads into new or existing device buffers
 memory (``PinnedPool.download``), launch parameters staged in pinned memory
 (:class:`StagedStruct`), the device current in a thread (:func:`use_device`, or for a block :func:`on_device`),
 CuPy array code on a given stream and pool (``DeviceMemory.scope``), timing GPU work
-(:class:`GpuTimer`), converting any stream-like (:func:`as_cupy_stream`),
+(:class:`GpuTimer`), bounding the OptiX launches queued on a context (:class:`LaunchQueue`), converting any stream-like (:func:`as_cupy_stream`),
 translating CUDA failures into :class:`~optixasync.errors.CudaError`,
 using other libraries' device arrays in place with their stream order kept
 (:func:`consume_device_array`), and GPU work captured once into a CUDA graph
@@ -38,6 +38,7 @@ from ._events import EventPool, elapsed_ms, event_done, fence_event, record_even
 from ._export import ExportedArray
 from ._graph import StreamGraph
 from ._interop import ConsumedArray, consume_device_array, is_library_array
+from ._launch_queue import LaunchQueue, QueueWait
 from ._memory import DeviceMemory, PinnedBuffer, PinnedPool, device_pointer, on_device, use_device
 from ._nvtx import enable_nvtx, nvtx_enabled, nvtx_range
 from ._ready import Readiness
@@ -56,8 +57,10 @@ __all__ = [
     "ExportedArray",
     "GpuSpan",
     "GpuTimer",
+    "LaunchQueue",
     "PinnedBuffer",
     "PinnedPool",
+    "QueueWait",
     "Readiness",
     "StagedStruct",
     "StreamGraph",

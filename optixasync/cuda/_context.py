@@ -55,6 +55,7 @@ from ..validation import as_int
 from . import _nvtx
 from ._deferred import DeferredRelease
 from ._errors import cuda_errors
+from ._launch_queue import LaunchQueue
 from ._memory import DeviceMemory, PinnedPool
 from ._streams import as_cupy_stream, create_stream
 
@@ -162,6 +163,9 @@ class Context:
         Pooled page-locked host memory used for every transfer.
     deferred : DeferredRelease
         Objects held until the GPU work that uses them has passed.
+    launch_queue : LaunchQueue
+        The OptiX launches of this context not yet passed, bounded when a limit is asked for (off by default:
+        ``OPTIXASYNC_OPTIX_QUEUE_LIMIT``, ``SchedulerOptions.optix_queue_limit``).
 
     Raises
     ------
@@ -186,6 +190,7 @@ class Context:
     ) -> None:
         check_abi_request(abi)  # bad input first, before the machine is asked anything
         log_level = as_int("log_level", log_level, 0, 4)
+        launch_queue = LaunchQueue()  # reads OPTIXASYNC_OPTIX_QUEUE_LIMIT: a bad value is refused here
         if load_cuda_library() is None:
             raise DriverNotFoundError(no_driver_message())
         self.api = get_api(abi)  # checks the ABI and loads the OptiX library before any CUDA work
@@ -221,6 +226,7 @@ class Context:
             self.memory = DeviceMemory(self.device_id)
             self.pinned = PinnedPool()
             self.deferred = DeferredRelease()
+            self.launch_queue = launch_queue
         except BaseException:
             # The caller never gets this object to close: the OptiX context would leak with it.
             self.api.optixDeviceContextDestroy(self.handle)

@@ -161,7 +161,7 @@ class SyncRecord:
         The first frame outside optixasync, CuPy, CUPTI, the CUDA bindings,
         NumPy and the standard library: the user's line that caused the call.
     designed : str or None
-        For a designed wait of the frame scheduler: which one (``slot fence``,
+        For a designed wait of the frame scheduler: which one (``slot fence``, ``optix queue``,
         ``completion thread``, ``drain``...). Designed waits are not stalls.
     inside : str or None
         The OptiX call this driver call happened inside (``optixLaunch``...).

@@ -80,8 +80,9 @@ class SyncReport:
         Calls that blocked (or could block) the host, designed waits excluded,
         in the order they ended.
     designed : list of SyncRecord
-        The frame scheduler's designed waits (slot fences, the completion
-        thread, ``drain``/``result``/``close``), reported apart.
+        The designed waits (slot fences, an OptiX context's launch queue, the
+        completion thread, ``drain``/``result``/``close``), reported apart, each
+        with its cause in ``record.designed``.
     optix_calls : list of SyncRecord
         Every timed OptiX call, blocked or not (``record.blocked``).
     counts : dict
@@ -134,6 +135,19 @@ class SyncReport:
         out.sort(key=lambda g: -g["total_ms"])
         return out
 
+    def designed_by_cause(self) -> dict[str, dict[str, float]]:
+        """The designed waits per cause (``slot fence``, ``optix queue``...): calls and total host ms."""
+        out: dict[str, dict[str, float]] = {}
+        for record in self.designed:
+            entry = out.setdefault(str(record.designed), {"calls": 0, "total_ms": 0.0})
+            entry["calls"] += 1
+            entry["total_ms"] += record.host_ms
+        return out
+
+    def launch_stalls(self) -> int:
+        """``optixLaunch`` calls that blocked the host (the count the steady-state target is 0 for)."""
+        return sum(1 for r in self.optix_calls if r.api == "optixLaunch" and r.blocked)
+
     def optix_summary(self) -> dict[str, dict[str, float]]:
         """Per OptiX entry point: calls, blocked calls, median / max / total host ms."""
         out: dict[str, dict[str, float]] = {}
@@ -176,9 +190,11 @@ class SyncReport:
     # -- output ------------------------------------------------------------------
     def headline(self) -> str:
         ok = self.counts.get("async_copies_ok", 0)
+        causes = ", ".join(f"{cause} x{int(v['calls'])}" for cause, v in self.designed_by_cause().items())
         text = (f"syncwatch: {len(self.stalls)} stall(s), {self.stall_ms:.3f} ms of host time, in "
                 f"{self.duration_ms / 1e3:.3f} s; {len(self.designed)} designed wait(s) "
-                f"({sum(r.host_ms for r in self.designed):.3f} ms); {ok} async copies from pinned or device memory")
+                f"({sum(r.host_ms for r in self.designed):.3f} ms{': ' + causes if causes else ''}); "
+                f"{ok} async copies from pinned or device memory")
         unresolved = self.counts.get("async_copies_unresolved", 0)
         if unresolved:
             text += f"; {unresolved} async copies of unreported memory kind"
@@ -210,11 +226,13 @@ class SyncReport:
                 "stall_ms": self.stall_ms,
                 "designed_waits": len(self.designed),
                 "designed_ms": sum(r.host_ms for r in self.designed),
+                "launch_stalls": self.launch_stalls(),
                 "duration_ms": self.duration_ms,
                 **self.counts,
             },
             "stalls": [r.to_dict() for r in self.stalls],
             "designed": [r.to_dict() for r in self.designed],
+            "designed_by_cause": self.designed_by_cause(),
             "optix": self.optix_summary(),
             "optix_calls": [r.to_dict() for r in self.optix_calls],
             "categories": {name: CATEGORY_HELP[name] for name in sorted({r.category for r in self.stalls})},

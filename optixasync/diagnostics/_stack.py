@@ -22,7 +22,7 @@ from types import FrameType
 
 from ._records import StackFrame
 
-__all__ = ["DEFAULT_SKIP_PACKAGES", "FrameFilter", "capture_stack", "designed_wait", "library_dirs"]
+__all__ = ["DEFAULT_SKIP_PACKAGES", "OPTIX_QUEUE", "FrameFilter", "capture_stack", "designed_wait", "library_dirs"]
 
 #: Packages whose frames are never "the user's line".
 DEFAULT_SKIP_PACKAGES = ("optixasync", "cupy", "cupy_backends", "cupyx", "cupti", "cuda", "numpy", "nvtx", "fastrlock")
@@ -36,6 +36,11 @@ _DESIGNED = {
     "result": "frame result",
     "close": "scheduler close",
 }
+#: The designed wait of an OptiX context's launch queue (``optix_queue_limit``): a launch waited on the host for the
+#: oldest queued launch of its context, so that ``optixLaunch`` would not wait inside for OptiX's ring.
+OPTIX_QUEUE = "optix queue"
+_QUEUE_FILE = "optixasync/cuda/_launch_queue.py"
+_QUEUE_WAIT = "make_room"
 #: The name of the scheduler's completion thread.
 COMPLETION_THREAD = "optixasync-completion"
 
@@ -142,13 +147,17 @@ def _is_scheduler_file(filename: str) -> bool:
 def designed_wait(stack: Sequence[StackFrame], thread: str = "") -> str | None:
     """Which designed wait of the frame scheduler a synchronization is, or None.
 
-    The outermost scheduler function of the stack decides: ``begin_frame``
-    (the slot fence), ``Completion._loop`` (the completion thread), ``drain``,
-    ``result`` or ``close``. A synchronization in the completion thread is
-    designed whatever its stack.
+    A wait inside an OptiX context's launch queue (``LaunchQueue.make_room``) is
+    :data:`OPTIX_QUEUE`, whoever launched. Otherwise the outermost scheduler
+    function of the stack decides: ``begin_frame`` (the slot fence),
+    ``Completion._loop`` (the completion thread), ``drain``, ``result`` or
+    ``close``. A synchronization in the completion thread is designed whatever
+    its stack.
     """
     kind = None
     for filename, _line, function in stack:  # innermost first: the last match is the outermost
+        if function == _QUEUE_WAIT and filename.replace("\\", "/").endswith(_QUEUE_FILE):
+            return OPTIX_QUEUE  # whoever launched (a frame, a direct launch): the queue's own wait
         if function in _DESIGNED and _is_scheduler_file(filename):
             kind = _DESIGNED[function]
     if kind is None and thread == COMPLETION_THREAD:

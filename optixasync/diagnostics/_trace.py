@@ -82,6 +82,8 @@ def _frame_name(f: Any) -> tuple[str, dict[str, Any]]:
     name = f"frame {f.index}" + (f" (graph {graph})" if graph in ("replay", "capture") else "")
     args = {"submit_ms": f.submit_ms, "launch_ms": f.launch_ms, "fence_wait_ms": f.fence_wait_ms,
             "ahead": f.ahead, "in_flight": f.in_flight}
+    if getattr(f, "queue_waits", 0):  # the launch queue's designed waits (optix_queue_limit)
+        args["queue_waits"], args["queue_wait_ms"] = f.queue_waits, f.queue_wait_ms
     if graph:
         args["graph"] = graph
         if getattr(f, "graph_reason", ""):

@@ -4,7 +4,12 @@ Blocking calls
 --------------
 * ``optixPipelineCreate`` compiles on the CPU (set-up).
 * ``optixLaunch`` returns at once unless the context has validation mode
-  on, in which case it waits for all outstanding work of the context.
+  on, in which case it waits for all outstanding work of the context, or
+  OptiX's own ring of launch resources wraps (public evidence, see
+  :mod:`optixasync.cuda._launch_queue`): then it waits for the oldest launch.
+* With a limit on the context's launch queue (off by default),
+  :meth:`Pipeline.launch` waits on the oldest queued launch's event first,
+  when the limit is reached: the designed wait that replaces OptiX's.
 
 A launch on a stream being captured into a CUDA graph is refused
 (:class:`~optixasync.errors.GraphCaptureError`, ``LAUNCH_NOT_REPLAYABLE``).
@@ -27,7 +32,7 @@ from ._options import PipelineOptions
 from ._sbt import ShaderBindingTable
 
 if TYPE_CHECKING:
-    from ..cuda import Context
+    from ..cuda import Context, QueueWait
 
 __all__ = ["MAX_CALLABLE_DEPTH", "Pipeline", "check_callable_depths", "check_primitives", "compute_stack_sizes",
            "merge_stack_sizes"]
@@ -246,11 +251,14 @@ class Pipeline:
 
     def launch(
         self, sbt: ShaderBindingTable, params: Any, width: int, height: int = 1, depth: int = 1, *,
-        stream: Any = None, params_size: int | None = None,
-    ) -> None:
+        stream: Any = None, params_size: int | None = None, queue_owner: Any = None,
+    ) -> QueueWait | None:
         """Enqueue ``optixLaunch`` on ``stream`` (default: the context's stream).
 
-        The launch waits (on the GPU) for the SBT's upload when it ran on another stream.
+        The launch waits (on the GPU) for the SBT's upload when it ran on another stream. With a limit on the
+        context's launch queue (``ctx.launch_queue``, off by default), a launch that would find that many
+        launches of the context queued first waits on the host for the oldest one's event (the designed wait
+        of :mod:`optixasync.cuda._launch_queue`), and each launch records an event after itself.
 
         Parameters
         ----------
@@ -265,6 +273,13 @@ class Pipeline:
         params_size : int, optional
             Size of the parameter block (default: ``params.nbytes``); at most
             ``params.nbytes`` when ``params`` has one.
+        queue_owner : object, optional
+            Who launches, for the launch queue's causes (a frame scheduler passes its own token).
+
+        Returns
+        -------
+        QueueWait or None
+            The launch queue's wait before this launch, if it had to wait.
 
         Raises
         ------
@@ -306,8 +321,13 @@ class Pipeline:
         if sbt.closed:
             raise RuntimeError("launch with a closed ShaderBindingTable (its records are freed)")
         target = stream_handle(self.ctx.stream if stream is None else stream)
-        if capture_of(target) is not None and not getattr(self.ctx.api, "launches_replay", False):
-            raise GraphCaptureError(LAUNCH_NOT_REPLAYABLE)  # (a test's stand-in API may say its launches replay)
+        queue, wait = self.ctx.launch_queue, None
+        if capture_of(target) is not None:
+            if not getattr(self.ctx.api, "launches_replay", False):
+                raise GraphCaptureError(LAUNCH_NOT_REPLAYABLE)  # (a test's stand-in API may say its launches replay)
+            queue = None  # a captured launch is counted by no queue: no wait, no event inside the capture
+        elif queue.limit is not None:
+            wait = queue.make_room(queue_owner)  # the designed wait, before OptiX would wait inside optixLaunch
         handle = sbt.ready.order(target)
         status = self.ctx.api.optixLaunch(
             self.handle, handle, params if type(params) is int else device_pointer(params), params_size,
@@ -315,6 +335,9 @@ class Pipeline:
         )
         if status:  # OPTIX_SUCCESS is 0: the common case skips the check's call
             check(status, "optixLaunch", api=self.ctx.api)
+        if queue is not None and queue.limit is not None:
+            queue.record(handle, queue_owner)
+        return wait
 
     def close(self) -> None:
         if self.handle:

@@ -27,7 +27,9 @@ Blocking calls
 --------------
 None: pinned copies, stream-ordered allocations and event records.
 ``optixLaunch`` in :meth:`Frame.launch` blocks when the context has
-validation mode on.
+validation mode on. With ``optix_queue_limit`` on, :meth:`Frame.launch`
+waits on the oldest queued launch's event when the context's launch queue is
+full (the designed wait ``optix queue``, in ``stats.queue_wait_ms``).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class FrameOwner(Protocol):
     stream: Any
     params_dtype: np.dtype | None
     frames_in_flight: int
+    queue_token: object  # who launches, for the context's launch queue (its waits' causes)
+    stats: Any  # the scheduler's SchedulerStats (counts the launch-queue waits by cause)
 
     @property
     def closed(self) -> bool:
@@ -266,11 +270,21 @@ class Frame:
                 holds.append(pipeline)
                 holds.append(sbt)
             launch = _clock()
-            pipeline.launch(sbt, device, width, height, depth, stream=self._handle, params_size=size)
+            wait = pipeline.launch(sbt, device, width, height, depth, stream=self._handle, params_size=size,
+                                   queue_owner=owner.queue_token)
         end = _clock()
         stats = self.stats
-        stats.launch_ms += (end - launch) * 1e3
-        stats.submit_ms += (end - start) * 1e3
+        waited = 0.0 if wait is None else self._count_queue_wait(wait)
+        stats.launch_ms += (end - launch) * 1e3 - waited
+        stats.submit_ms += (end - start) * 1e3 - waited
+
+    def _count_queue_wait(self, wait: Any) -> float:
+        """Count the launch queue's wait before a launch (designed, by cause); its ms, kept out of the launch's."""
+        stats = self.stats
+        stats.queue_waits += 1
+        stats.queue_wait_ms += wait.ms
+        self._owner.stats.count_queue_wait(wait.cause)
+        return wait.ms
 
     def _own_params(self, params: Any) -> int:
         """A launch's own parameters on the device (uploaded on the frame's stream, held until it retires)."""

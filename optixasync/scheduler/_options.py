@@ -43,6 +43,15 @@ class SchedulerOptions:
     stats_window : int
         Frames whose :class:`FrameStats` are kept for summaries, timelines
         and traces (the newest ones); whole-run counts and sums are kept apart.
+    optix_queue_limit : int or None
+        At most this many OptiX launches queued on the scheduler's OptiX device context (by every
+        scheduler and pipeline of that context, see :mod:`optixasync.cuda._launch_queue`) while the
+        scheduler is open: a launch that would exceed it first waits on the host for the oldest queued
+        launch's event, a designed wait counted in ``stats.queue_waits`` with its cause and reported by
+        syncwatch as ``optix queue``, so that OptiX never waits inside ``optixLaunch`` for its own ring of
+        launch resources. None (the default): no bound, until a GPU run has measured the ring's depth
+        (``benchmarks/bench_launch_wait.py``); ``OPTIXASYNC_OPTIX_QUEUE_LIMIT=N`` sets one for every
+        context instead.
     """
 
     timing: bool = True
@@ -51,6 +60,7 @@ class SchedulerOptions:
     max_queued_results: int = 32
     on_full: str = "drop_oldest"
     stats_window: int = 4096
+    optix_queue_limit: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("timing", "completion_thread", "keep_results"):
@@ -60,5 +70,9 @@ class SchedulerOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        limit = self.optix_queue_limit
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"optix_queue_limit must be an int >= 1 (launches queued per OptiX context) or None, "
+                             f"got {limit!r}")
         if self.on_full not in OVERFLOW_POLICIES:
             raise ValueError(f"on_full must be one of {OVERFLOW_POLICIES}, got {self.on_full!r}")

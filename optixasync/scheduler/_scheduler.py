@@ -48,6 +48,12 @@ Blocking calls
   ahead. This is the designed wait; it is measured (``fence_wait_ms``).
 * ``optixLaunch`` inside :meth:`Frame.launch` blocks until all work of the
   context is done when the context has validation mode on.
+* With ``SchedulerOptions.optix_queue_limit`` (off by default),
+  :meth:`Frame.launch` waits on the oldest queued launch of the OptiX context
+  when that many are queued: the second designed wait (``queue_wait_ms``,
+  ``stats.queue_waits`` by cause), made so that ``optixLaunch`` itself never
+  waits for OptiX's ring of launch resources (see
+  :mod:`optixasync.cuda._launch_queue`).
 * :meth:`FrameHandle.result`, :meth:`FrameScheduler.drain` and
   :meth:`FrameScheduler.close` wait for the frames they return, by design,
   without holding the scheduler's lock (other threads keep polling and
@@ -189,6 +195,11 @@ class FrameScheduler:
         self._current: Frame | None = None
         self._closed = False
         self._completion = Completion(self._ring, self._lock, self.options, self.stats, self.stream)
+        self.queue_token = object()  # this scheduler's launches, for the context's launch queue
+        self._bounded: Any = None  # the context's launch queue while this scheduler asks it for a limit
+        if self.options.optix_queue_limit is not None:
+            self._bounded = ctx.launch_queue
+            self._bounded.request(self.queue_token, self.options.optix_queue_limit)
         ctx.track(self)
 
     def start_span(self, stream: Any) -> GpuSpan | None:
@@ -401,6 +412,8 @@ class FrameScheduler:
             self.drain()
         finally:
             self._closed = True
+            if self._bounded is not None:
+                self._bounded.withdraw(self.queue_token)
             self._completion.stop()
             with self._lock:
                 self._completion.results.take_all()

@@ -41,7 +41,8 @@ import numpy as np
 __all__ = ["FrameStats", "GRAPH_MODES", "GraphCounts", "RunningStat", "SchedulerStats", "MEASUREMENTS"]
 
 #: The per-frame measurements summarised by :meth:`SchedulerStats.summary`.
-MEASUREMENTS = ("submit_ms", "launch_ms", "fence_wait_ms", "retire_ms", "gpu_ms", "gap_us", "in_flight", "ahead")
+MEASUREMENTS = ("submit_ms", "launch_ms", "fence_wait_ms", "queue_wait_ms", "retire_ms", "gpu_ms", "gap_us", "in_flight",
+                "ahead")
 
 #: How a frame with a work function ran (:attr:`FrameStats.graph`); "" for a frame without one.
 GRAPH_MODES = ("replay", "capture", "eager")
@@ -62,6 +63,11 @@ class FrameStats:
         Host time spent inside ``optixLaunch`` calls (part of ``submit_ms``).
     fence_wait_ms : float
         Host time blocked in ``begin_frame`` on the fence of the frame that last used the slot.
+    queue_wait_ms : float
+        Host time blocked in :meth:`Frame.launch` on the OptiX context's launch queue (its oldest launch's
+        event, with ``optix_queue_limit`` on): the other designed wait. Not part of ``submit_ms``.
+    queue_waits : int
+        How many of the frame's launches waited so.
     retire_ms : float
         Host time the scheduler spent retiring the frame once its fence had
         passed (timing readout, result, delivery), callbacks excluded.
@@ -100,6 +106,8 @@ class FrameStats:
     submit_ms: float = 0.0
     launch_ms: float = 0.0
     fence_wait_ms: float = 0.0
+    queue_wait_ms: float = 0.0
+    queue_waits: int = 0
     retire_ms: float = 0.0
     waited: bool = False
     in_flight: int = 0
@@ -253,6 +261,9 @@ class SchedulerStats:
         ``FrameStats.gpu_start_ms``/``gpu_end_ms``, to a launch latency. NaN without timing.
     graphs : GraphCounts
         Frame graphs over the whole run (counted as frames are submitted).
+    queue_waits : collections.Counter
+        The launch-queue waits of the whole run (``optix_queue_limit``) by cause
+        (:data:`~optixasync.cuda._launch_queue.OWN_LAUNCH`, ``OTHER_LAUNCH``), counted as they happen.
     """
 
     def __init__(self, window: int = 4096) -> None:
@@ -267,6 +278,19 @@ class SchedulerStats:
         self.dropped_results = 0
         self.gpu_origin_host = float("nan")
         self.graphs = GraphCounts()
+        self.queue_waits: Counter[str] = Counter()
+
+    def count_queue_wait(self, cause: str) -> None:
+        """Count a launch-queue wait of the submitting thread, by its cause."""
+        with self._lock:
+            self.queue_waits[cause] += 1
+
+    @property
+    def designed_waits(self) -> dict[str, int]:
+        """Every designed wait of the whole run by cause: ``"slot fence"`` and the launch queue's causes."""
+        with self._lock:
+            queue = dict(self.queue_waits)
+        return {"slot fence": self.waits_total, **queue}
 
     def count_graph(self, mode: str, reason: str) -> None:
         """Count a frame with a work function: ``mode`` one of :data:`GRAPH_MODES`, and why (capture, eager).
@@ -351,7 +375,8 @@ class SchedulerStats:
         ``dropped_results``, ``graphs`` (the summarised frames by how they ran:
         replay, capture, eager), ``whole_run_graphs`` (:class:`GraphCounts` of the
         whole run, with the reasons) and ``whole_run`` (count/mean/min/max of each
-        measurement over every frame, and ``waits``).
+        measurement over every frame, ``waits``, and ``queue_waits`` by cause), and ``optix_queue_waits``
+        (the summarised frames' launch-queue waits).
         """
         return self._summary(self._snapshot(), skip, count)
 
@@ -364,6 +389,7 @@ class SchedulerStats:
         for name in MEASUREMENTS:
             out[name] = _summary(float(getattr(f, name)) for f in frames)
         out["waits_per_frame"] = float(np.mean([f.waited for f in frames])) if frames else float("nan")
+        out["optix_queue_waits"] = sum(f.queue_waits for f in frames)
         if len(frames) >= 2:
             wall = frames[-1].host_done - frames[0].host_begin
             out["wall_s"] = wall
@@ -382,6 +408,8 @@ class SchedulerStats:
             out["whole_run_graphs"] = self.graphs.as_dict()
         out["whole_run"] = {name: running.as_dict() for name, running in _totals(held, folded).items()}
         out["whole_run"]["waits"] = folded_waits + sum(1 for f in held if f.waited)
+        with self._lock:
+            out["whole_run"]["queue_waits"] = dict(self.queue_waits)
         return out
 
     def to_json(self, path: str | None = None, skip: int = 0) -> str:

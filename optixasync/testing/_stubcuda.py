@@ -364,6 +364,9 @@ class StubCuda:
         event = self.events.get(int(ptr))
         return 0 if event is None or self.passed(event) else 600
 
+    def _event_record(self, ptr: int, stream: int) -> None:
+        self.record(self.events[int(ptr)], int(stream))
+
     def _stream_wait_event(self, stream: int, event: int, flags: int = 0) -> None:
         self.enqueue("stream_wait_event", int(stream), int(event))
 
@@ -389,6 +392,7 @@ class StubCuda:
         self._patch(cupy.cuda, "get_elapsed_time", self._elapsed)
         for name, value in (("memcpyAsync", self._memcpy_async), ("mallocAsync", self._malloc_async),
                             ("freeAsync", self._free_async), ("eventQuery", self._event_query),
+                            ("eventRecord", self._event_record),
                             ("streamWaitEvent", self._stream_wait_event), ("deviceGetMemPool", lambda device: 1),
                             ("memPoolSetAttribute", lambda *args: None), ("memPoolTrimTo", lambda *args: None),
                             ("memPoolGetAttribute", lambda pool, attribute: self.used_bytes())):
@@ -409,7 +413,7 @@ class StubCuda:
     # -- objects over the stub -------------------------------------------------------------------------------------
     def context(self, *, validation: bool = False) -> Any:
         """A :class:`~optixasync.Context` without a device: stand-ins for OptiX and the device, real memory code."""
-        from ..cuda import Context, DeferredRelease, DeviceMemory, PinnedPool
+        from ..cuda import Context, DeferredRelease, DeviceMemory, LaunchQueue, PinnedPool
 
         ctx = Context.__new__(Context)  # no __init__: it would load the driver
         ctx.handle, ctx.device_id, ctx.abi = 0xC0DE, 0, 87
@@ -421,6 +425,7 @@ class StubCuda:
         ctx.memory = DeviceMemory(0)
         ctx.pinned = PinnedPool()
         ctx.deferred = DeferredRelease()
+        ctx.launch_queue = LaunchQueue()
         return ctx
 
     def pipeline(self, ctx: Any, **options: Any) -> Any:

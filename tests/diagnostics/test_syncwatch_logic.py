@@ -147,6 +147,8 @@ def test_extra_skip_makes_a_file_library_code():
 
 S = "/site/optixasync/scheduler/_scheduler.py"
 R = "/site/optixasync/scheduler/_ring.py"
+Q = "/site/optixasync/cuda/_launch_queue.py"
+F = "/site/optixasync/scheduler/_frame.py"
 
 
 @pytest.mark.parametrize("stack, thread, kind", [
@@ -162,6 +164,13 @@ R = "/site/optixasync/scheduler/_ring.py"
     ([(S, 470, "_retire_through"), (S, 100, "result"), ("/app.py", 3, "main")], "MainThread", "frame result"),
     ([("/app.py", 3, "main")], "optixasync-completion", "completion thread"),
     ([("/app/my_scheduler.py", 5, "begin_frame"), ("/app.py", 3, "main")], "MainThread", None),
+    # The launch queue's wait, from a frame's launch (inside submit's work) or a direct launch.
+    ([("/site/optixasync/cuda/_events.py", 9, "synchronize"), (Q, 160, "make_room"), (F, 240, "launch"),
+      (S, 300, "submit"), ("/app.py", 3, "main")], "MainThread", "optix queue"),
+    ([(Q, 160, "make_room"), ("/site/optixasync/program/_pipeline.py", 320, "launch"), ("/app.py", 3, "main")],
+     "MainThread", "optix queue"),
+    ([(Q, 160, "make_room"), (F, 240, "launch"), (S, 375, "begin_frame")], "MainThread", "optix queue"),
+    ([("/app/_launch_queue.py", 5, "make_room"), ("/app.py", 3, "main")], "MainThread", None),
     ([("/app.py", 3, "main")], "MainThread", None),
 ])
 def test_designed_waits_are_recognised_by_the_calling_frame(stack, thread, kind):
@@ -499,3 +508,103 @@ def test_graph_launches_are_timed_like_optix_calls_during_a_watch(cupti):
     (launch,) = [c for c in watch.report.optix_calls if c.api == "cuGraphLaunch"]
     assert launch.user_frame == (HERE, line, "test_graph_launches_are_timed_like_optix_calls_during_a_watch")
     assert not launch.blocked and classify("cuGraphLaunch") == "optix"
+
+
+# -- the launch queue's designed wait against a model of OptiX's ring -----------------------------------------
+
+
+class RingOptix:
+    """OptiX's launch ring as public evidence describes it (a model, not measured): ``depth`` slices per context,
+    an event per launch on its stream, and a launch that wraps onto a slice whose event has not passed
+    synchronizes on it (``cuEventSynchronize`` inside ``optixLaunch``)."""
+
+    def __init__(self, cuda, cupti, depth: int) -> None:
+        from collections import deque
+
+        from optixasync.testing import StubEvent
+
+        self.cuda, self.cupti, self.depth = cuda, cupti, depth
+        self.slices: deque = deque()
+        self.event = StubEvent
+        self.inner_syncs = 0
+        self.correlation = 70000
+
+    def __call__(self, pipeline, stream, params, size, sbt, w, h, d) -> int:
+        if len(self.slices) == self.depth:
+            oldest = self.slices.popleft()
+            if not oldest.done:
+                self.inner_syncs += 1
+                self.correlation += 1
+                self.cupti.cuda_call("cuEventSynchronize", self.correlation)
+                oldest.synchronize()
+        self.cuda.enqueue("optixLaunch", int(stream), None)
+        event = self.event(disable_timing=True)
+        self.cuda.record(event, int(stream))
+        self.slices.append(event)
+        return 0
+
+
+def run_frames_under_the_ring(cupti, monkeypatch, limit, depth: int = 2, frames: int = 12):
+    """Frames at 4 in flight over a stub GPU held back, OptiX modelled by :class:`RingOptix`; the watch's report."""
+    from optixasync.cuda import _launch_queue
+    from optixasync.scheduler import FrameScheduler
+    from optixasync.testing import BUSY_PARAMS, StubCuda
+
+    monkeypatch.delenv("OPTIXASYNC_OPTIX_QUEUE_LIMIT", raising=False)
+    real = _launch_queue.synchronize
+
+    def synchronize_seen_by_cupti(event, what=""):
+        cupti.cuda_call("cuEventSynchronize", 80000 + event.ptr % 1000)  # what the real wait shows CUPTI
+        real(event, what)
+
+    monkeypatch.setattr(_launch_queue, "synchronize", synchronize_seen_by_cupti)
+    with StubCuda() as cuda:
+        ctx = cuda.context()
+        ring = RingOptix(cuda, cupti, depth)
+        ctx.api.optixLaunch = ring
+        monkeypatch.setitem(_api._api_cache, 9994, ctx.api)  # where syncwatch finds the OptiX tables it times
+        pipeline, sbt = cuda.pipeline(ctx), cuda.sbt(ctx)
+        sched = FrameScheduler(ctx, 4, params_dtype=BUSY_PARAMS,
+                               options={"completion_thread": False, "optix_queue_limit": limit})
+        cuda.pause()
+        with syncwatch(skip=[FAKELIB]) as watch:
+            for k in range(frames):
+                with sched.frame() as f:
+                    f.params["frame"] = k
+                    f.launch(pipeline, sbt, 8)
+                sched.poll()
+        cuda.resume()
+        stats = sched.stats
+        sched.close()
+    return watch.report, ring, stats
+
+
+def test_without_the_bound_the_ring_stalls_inside_optix_launch(cupti, monkeypatch):
+    report, ring, stats = run_frames_under_the_ring(cupti, monkeypatch, None)
+    assert ring.inner_syncs > 0
+    assert report.launch_stalls() == ring.inner_syncs
+    inside = [r for r in report.stalls if r.inside == "optixLaunch"]
+    assert len(inside) == ring.inner_syncs and {r.api for r in inside} == {"cuEventSynchronize"}
+    assert "optix queue" not in report.designed_by_cause()
+    assert stats.queue_waits == {}
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_with_the_bound_at_most_the_ring_depth_the_waits_are_designed_and_none_inside_optix_launch(
+        cupti, monkeypatch, limit):
+    report, ring, stats = run_frames_under_the_ring(cupti, monkeypatch, limit, depth=2)
+    assert ring.inner_syncs == 0 and report.launch_stalls() == 0
+    assert [r for r in report.stalls if r.inside == "optixLaunch"] == []
+    assert report.stalls == []
+    causes = report.designed_by_cause()
+    waits = sum(stats.queue_waits.values())
+    assert waits > 0 and causes["optix queue"]["calls"] == waits  # each counted wait is one designed record
+    assert {r.designed for r in report.designed} == {"optix queue"}
+    assert all(r.user_frame is not None and r.user_frame[0] == HERE for r in report.designed)
+    assert "optix queue x" in report.headline()
+    assert report.to_dict()["summary"]["launch_stalls"] == 0
+
+
+def test_a_bound_deeper_than_the_ring_leaves_stalls_inside_optix_launch(cupti, monkeypatch):
+    report, ring, _stats = run_frames_under_the_ring(cupti, monkeypatch, 3, depth=2)
+    assert ring.inner_syncs > 0 and report.launch_stalls() == ring.inner_syncs

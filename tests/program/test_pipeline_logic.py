@@ -14,7 +14,7 @@ from optixasync import ExceptionFlags, PrimitiveTypeFlags, TraversableGraphFlags
 # The binding's ctypes declarations (StackSizes, the compile-option structs and enums) have no public door.
 from optixasync._optix import structs_for
 from optixasync._optix import types as t
-from optixasync.cuda import Context
+from optixasync.cuda import Context, LaunchQueue
 from optixasync.program import (
     Module,
     ModuleOptions,
@@ -309,6 +309,7 @@ class FakeDeviceContext(Context):
             data=SimpleNamespace(ptr=0xD000), nbytes=int(np.prod(shape)) * np.dtype(dtype).itemsize))
         self.uploads: list = []  # (target, host bytes) of every upload_into
         self.deferred = SimpleNamespace(after=lambda stream, *objects: SimpleNamespace(done=True, ptr=0xE000))
+        self.launch_queue = LaunchQueue(None)
 
     def upload_into(self, target, array, stream=None) -> None:
         assert array.nbytes == target.nbytes

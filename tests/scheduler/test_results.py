@@ -494,6 +494,7 @@ def cpu_scheduler(slots: int = 4, thread: bool = False, fences=None) -> FrameSch
     sched.options, sched.stats, sched.stream, sched.params_dtype = completion._options, stats, FakeStream(), None
     sched.ctx = FakeContext()  # the stub slots and fences need no device; submitted frames' sets are held here
     sched.graphs = False
+    sched.queue_token, sched._bounded = object(), None
     sched.frames_in_flight, sched._ring, sched._lock, sched._completion = slots, ring, completion._lock, completion
     sched._slots = [StubSlot(i) for i in range(slots)]
     sched._current, sched._closed = None, False
