@@ -321,6 +321,20 @@ class RenderPipeline(BatchFrames, StillFrames):
         self.device_scene.place(transforms, self.stream if stream is None else stream)
         self.reset()
 
+    def update_tables(self, materials: Any = None, light_scale: float | None = None, stream: Any = None) -> None:
+        """Change materials' colours and the lights' strength in place on ``stream`` (default: the pipeline's;
+        a frame for its launch), without a rebuild; restarts the accumulation (:mod:`._table_updates`).
+
+        ``materials`` maps scene materials to new values differing in what their record holds (colour,
+        roughness; not family, textures, alpha mode, emission); ``light_scale`` multiplies every light of the
+        scene. Raises TypeError or ValueError (a stranger material, a change that needs a new pipeline, a bad
+        scale) before any GPU work.
+        """
+        self._check_open()
+        update = self.device_scene.updates.check(materials, light_scale)  # type: ignore[union-attr]
+        self.device_scene.update_tables(update, self.stream if stream is None else stream)
+        self.reset()
+
     # -- frames ------------------------------------------------------------------------------------------------
     def record(self, frame: Frame, spp: int = 1, *, readback: Any = DEFAULT, camera: Camera | None = None,
                stages: bool = True, graph: bool | None = None, views: Views | None = None, poses: Any = None,
