@@ -13,12 +13,20 @@ writing), so that a resumed run writes what an uninterrupted one does.
 Formats (``DatasetOptions.formats``):
 
 =======  =================================================================================================
-``png``  the ``image`` output, 8-bit sRGB RGB, zlib level ``png_compression`` (Pillow)
+``png``  the ``image`` output, 8-bit sRGB RGB, zlib level ``png_compression``; encoded by ``png_encoder``
 ``exr``  the ``radiance`` output, linear float RGB (the ``exr`` extra)
 ``npz``  the other outputs in one zip, by name, deflated
 ``npy``  the other outputs, one uncompressed ``NNNNNN.<name>.npy`` each
-``rle``  instance masks of the ``mesh_id`` output as COCO RLE (the ``coco`` extra, ``pycocotools``)
+``rle``  instance masks of the ``mesh_id`` output as COCO RLE (``pycocotools``, the ``dataset`` extra)
 =======  =================================================================================================
+
+Arrays are stored compact: (H, W) for one channel, and the RGB of the outputs whose fourth channel is a
+constant (:data:`CONSTANT_W`: ``radiance``, ``albedo``, ``normal``).
+
+PNG encoders (``DatasetOptions.png_encoder``): ``"imagecodecs"`` (libpng with the RLE strategy and the SUB filter,
+OpenCV's fast setting; it releases the GIL: 2.75 ms for a 256x256 path-traced image against Pillow's 12.6 ms at
+level 1, 162 KiB against 163 KiB, on a loaded 2-core machine; the ``dataset`` extra) and ``"pillow"``. The
+bytes differ between the two, so the encoder is one of the dataset's options.
 """
 
 from __future__ import annotations
@@ -39,7 +47,8 @@ from ..errors import MissingExtraError
 
 DatasetOptions = Any  # optixasync.render.DatasetOptions (the module that imports this one)
 
-__all__ = ["FORMATS", "SampleWriter", "coco_masks", "sample_files", "write_npz"]
+__all__ = ["CONSTANT_W", "FORMATS", "PNG_ENCODERS", "SampleWriter", "coco_masks", "compact", "sample_files",
+           "write_npz", "write_png"]
 
 #: The file formats a dataset can hold (see the module documentation).
 FORMATS = ("png", "npz", "npy", "exr", "rle")
@@ -49,6 +58,22 @@ _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _NPZ_LEVEL = 1
 #: The id of a miss in the ``mesh_id`` output.
 _MISS = 0xFFFFFFFF
+#: Outputs whose fourth channel is a constant (w = 1 or 0): their files hold RGB.
+CONSTANT_W = frozenset({"radiance", "albedo", "normal", "denoised"})
+#: The PNG encoders (``DatasetOptions.png_encoder``).
+PNG_ENCODERS = ("imagecodecs", "pillow")
+
+
+def file_channels(name: str, channels: int) -> int:
+    """The channels of output ``name`` in the files (its last axis, or none for one channel)."""
+    return 3 if name in CONSTANT_W and channels == 4 else channels
+
+
+def compact(name: str, array: np.ndarray) -> np.ndarray:
+    """``array`` as the files hold it: (H, W) for one channel, RGB for the outputs of :data:`CONSTANT_W`."""
+    if array.shape[-1] == 1:
+        return array[..., 0]
+    return array[..., :3] if name in CONSTANT_W and array.shape[-1] == 4 else array
 
 
 def sample_files(index: int, options: DatasetOptions) -> dict[str, str]:
@@ -70,8 +95,8 @@ def sample_files(index: int, options: DatasetOptions) -> dict[str, str]:
 
 
 def arrays_of(files: dict[str, str], arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The arrays of the NPZ file: the outputs no other file holds, (H, W) for one channel."""
-    return {n: (a[..., 0] if a.shape[-1] == 1 else a) for n, a in arrays.items() if files.get(n) is None}
+    """The arrays of the NPZ file: the outputs no other file holds, compact (:func:`compact`)."""
+    return {n: compact(n, a) for n, a in arrays.items() if files.get(n) is None}
 
 
 def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -90,17 +115,37 @@ def write_npy(path: Path, array: np.ndarray) -> None:
         np.lib.format.write_array(f, np.ascontiguousarray(array), allow_pickle=False)
 
 
-def write_png(path: Path, rgb: np.ndarray, level: int) -> None:
+def write_png(path: Path, rgb: np.ndarray, level: int, encoder: str) -> None:
+    """``rgb`` (H, W, 3) uint8 as a PNG file, by ``encoder`` (:data:`PNG_ENCODERS`) at zlib ``level``."""
+    rgb = np.ascontiguousarray(rgb)
+    if encoder == "imagecodecs":
+        import imagecodecs
+
+        path.write_bytes(imagecodecs.png_encode(rgb, level=level, strategy=3, filter=16))  # Z_RLE, PNG_FILTER_SUB
+        return
     from PIL import Image
 
-    Image.fromarray(np.ascontiguousarray(rgb), "RGB").save(path, format="PNG", compress_level=level)
+    Image.fromarray(rgb, "RGB").save(path, format="PNG", compress_level=level)
+
+
+def default_png_encoder() -> str:
+    """``"imagecodecs"`` when it is installed, else ``"pillow"`` (what ``png_encoder="auto"`` resolves to)."""
+    import importlib.util
+
+    return "imagecodecs" if importlib.util.find_spec("imagecodecs") is not None else "pillow"
+
+
+def check_png_encoder(encoder: str) -> None:
+    """Raise :class:`MissingExtraError` when ``encoder`` is ``"imagecodecs"`` and it is not installed."""
+    if encoder == "imagecodecs" and default_png_encoder() != "imagecodecs":
+        raise MissingExtraError("the imagecodecs PNG encoder", "imagecodecs", "dataset")
 
 
 def _mask_module() -> Any:
     try:
         from pycocotools import mask
     except ImportError:
-        raise MissingExtraError("instance masks as COCO RLE", "pycocotools", "coco") from None
+        raise MissingExtraError("instance masks as COCO RLE", "pycocotools", "dataset") from None
     return mask
 
 
@@ -134,7 +179,7 @@ def write_sample(folder: Path, options: DatasetOptions, index: int, arrays: dict
     files = sample_files(index, options)
     if "image" in files:
         atomic_write(folder / files["image"],
-                     lambda p: write_png(p, arrays["image"][..., :3], options.png_compression))
+                     lambda p: write_png(p, arrays["image"][..., :3], options.png_compression, options.png_encoder))
     if "radiance" in files:
         write_image(folder / files["radiance"], arrays["radiance"][..., :3])
     if "arrays" in files:
@@ -142,7 +187,7 @@ def write_sample(folder: Path, options: DatasetOptions, index: int, arrays: dict
         atomic_write(folder / files["arrays"], lambda p: write_npz(p, rest))
     for name in options.outputs:
         if files.get(name, "").endswith(".npy"):
-            array = arrays[name][..., 0] if arrays[name].shape[-1] == 1 else arrays[name]
+            array = compact(name, arrays[name])
             atomic_write(folder / files[name], lambda p, a=array: write_npy(p, a))
     if "instances" in files:
         masks = {"index": index, "instances": coco_masks(arrays["mesh_id"], mesh_names)}

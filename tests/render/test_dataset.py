@@ -206,8 +206,42 @@ def test_rle_without_pycocotools_names_the_extra(gpu, tmp_path, monkeypatch):
     from optixasync.errors import MissingExtraError
 
     monkeypatch.setitem(sys.modules, "pycocotools", None)
-    with pytest.raises(MissingExtraError, match=r"optixasync\[coco\]"):
+    with pytest.raises(MissingExtraError, match=r"optixasync\[dataset\]"):
         write_dataset(FakeContext(), table_scene(), tmp_path, options(formats=("png", "rle")))
+
+
+@pytest.mark.parametrize("encoder", ["pillow", "imagecodecs"])
+def test_each_png_encoder_writes_the_pixels(tmp_path, encoder):
+    if encoder == "imagecodecs":
+        pytest.importorskip("imagecodecs")
+    from optixasync.render._dataset_files import write_png
+
+    rgb = np.random.default_rng(5).integers(0, 256, (7, 9, 3), dtype=np.uint8)
+    write_png(tmp_path / "a.png", rgb, 1, encoder)
+    np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "a.png")), rgb)
+
+
+def test_the_png_encoder_is_an_option_resolved_at_creation(monkeypatch, tmp_path, gpu):
+    import importlib.util
+
+    from optixasync.errors import MissingExtraError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "imagecodecs" else real(name, *a))
+    assert options().png_encoder == "pillow" and options(png_encoder="pillow").png_encoder == "pillow"
+    with pytest.raises(MissingExtraError, match=r"optixasync\[dataset\]"):
+        write_dataset(FakeContext(), table_scene(), tmp_path, options(png_encoder="imagecodecs"))
+    with pytest.raises(ValueError, match="png_encoder must be auto, imagecodecs or pillow"):
+        options(png_encoder="cv2")
+
+
+def test_arrays_are_stored_compact(gpu, tmp_path):
+    write_dataset(FakeContext(), table_scene(), tmp_path, options(count=2, outputs=("image", "normal", "depth"),
+                                                                 formats=("png", "npy")))
+    header = json.loads((tmp_path / "dataset.json").read_text())
+    assert header["outputs"]["normal"]["channels"] == 3 and header["outputs"]["depth"]["channels"] == 1
+    assert np.load(tmp_path / "000001.normal.npy").shape == (6, 8, 3)
+    assert np.load(tmp_path / "000001.depth.npy").shape == (6, 8)
 
 
 def test_npz_bytes_do_not_depend_on_the_time(tmp_path, monkeypatch):
