@@ -90,8 +90,8 @@ def cpu_files(args: argparse.Namespace) -> list[dict[str, Any]]:
             try:
                 start = time.perf_counter()
                 with ThreadPoolExecutor(workers) as pool:
-                    list(pool.map(lambda k: write_sample(folder, options, k, samples[k % 8], {"index": k},
-                                                         ["a", "b", "c"]), range(args.samples)))
+                    list(pool.map(lambda k, f=folder, o=options: write_sample(f, o, k, samples[k % 8], {"index": k},
+                                                                              ["a", "b", "c"]), range(args.samples)))
                 seconds = time.perf_counter() - start
                 size = sum(p.stat().st_size for p in folder.iterdir()) / args.samples
             finally:
