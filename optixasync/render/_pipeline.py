@@ -372,8 +372,10 @@ class RenderPipeline(BatchFrames, StillFrames):
 
     def _record(self, frame: Frame, spp: int, names: tuple[str, ...], stages: bool, graph: bool | None,
                 updates: tuple = (), camera: Camera | None = None, views: Views | None = None, poses: Any = None,
-                transforms: Any = None) -> dict[str, Any]:
-        """:meth:`record` with its arguments checked; ``updates``: frame updates whose GPU part the frame holds."""
+                transforms: Any = None, timed: bool = True) -> dict[str, Any]:
+        """:meth:`record` with its arguments checked; ``updates``: frame updates whose GPU part the frame holds;
+        ``timed=False``: no timing events around the launch (:meth:`step`: its frame's span times it, and the
+        caller records the launch's end in ``_last_launch``)."""
         self._check_open()
         if frame.launched or isinstance(frame.work, FrameWork):
             raise RuntimeError("this frame has already launched with its parameters: call record() once per frame")
@@ -406,7 +408,9 @@ class RenderPipeline(BatchFrames, StillFrames):
         work = FrameWork(self, launch, buffers, self._stage_tuple if stages else (), names, updates,
                          self.graphs.values(frame, create=False) if updates else None, written)
         deferred = self.graphs.defer(frame, work, graph)  # a graph's frame: parameters written, its work at submit
-        if not deferred:
+        if not deferred and not timed:
+            work.launch(frame)
+        elif not deferred:
             span = self._timer.start(frame.stream)
             work.launch(frame)
             self._last_launch[handle] = self._timer.stop(span, frame.stream)
