@@ -93,10 +93,10 @@ class BatchFrames:
             # Untimed: the frame's own span times its GPU work; the one event after it ends the launch too.
             buffers = pipeline._record(frame, spp, names, True, None, views=views, poses=poses,
                                        transforms=transforms, timed=False)
-            stream = frame.stream
-            event = record_event(stream)  # after the launch and the stages
-            pipeline._last_launch[stream_handle(stream)] = event
-            outputs = DeviceOutputs(frame.index, buffers, event, int(stream.ptr), self._leases, frame.slot,
+            event = record_event(frame.stream)  # after the launch and the stages
+            handle = stream_handle(frame)  # the frame's stream (its GPU work began in the record)
+            pipeline._last_launch[handle] = event
+            outputs = DeviceOutputs(frame.index, buffers, event, handle, self._leases, frame.slot,
                                     self._generation, views=self._view_count)
         outputs.result = frame.handle if readback else None
         for _ in scheduler.poll():  # retire what has completed; results of steps are in their handles
