@@ -4,7 +4,7 @@
         [--folder /tmp/optixasync-dataset] [--json bench_out/dataset.json]
     python benchmarks/bench_dataset.py --cpu [--samples 200] [--size 256]
 
-GPU (default): :func:`~optixasync.render.write_dataset` of ``--count`` samples of the ``materials`` scene at
+GPU (default; ``--parts gpu,resume,training``): :func:`~optixasync.render.write_dataset` of ``--count`` samples of the ``materials`` scene at
 ``--size`` squared with ``image``, ``depth``, ``normal`` and ``mesh_id`` (the issue's set), 1 spp (the samples'
 renders are cheap: what is measured is whether the writer keeps up with the GPU), once per entry of
 ``--formats`` (``npy-only``: every output as NPY; ``npy``: the image as PNG by imagecodecs, the rest NPY;
@@ -12,6 +12,9 @@ renders are cheap: what is measured is whether the writer keeps up with the GPU)
 over the wall time), the time the renders waited for the writers. Then a run killed after half of its samples
 (a child process, SIGKILL) and resumed, compared byte for byte with an uninterrupted run. Target: at least 1,000
 samples/s with NPY; PNG within 10%.
+
+Training (``training``): :class:`~optixasync.render.TrainingBatches` of ``--training-views`` views of the same
+outputs into torch (CuPy without it), a reduction per batch: batches/s, samples/s, GPU busy.
 
 CPU (``--cpu``): the files of one sample alone (the writer's encoders over samples shaped like the renders: a noisy
 16-spp-like image, a smooth depth, normals, a few ids), samples/s per format with 1 and 2 worker threads; what the
@@ -168,6 +171,49 @@ def killed_and_resumed(args: argparse.Namespace) -> dict[str, Any]:
     return row
 
 
+def training(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Batches per second of :class:`~optixasync.render.TrainingBatches` into torch (CuPy without it)."""
+    import optixasync
+    from optixasync.render import OrbitCameras, RenderOptions, RenderPipeline, TrainingBatches, Views
+    from optixasync.scene import material_scene
+
+    try:
+        import torch
+
+        framework = "torch"
+    except ImportError:
+        torch, framework = None, "cupy"
+    rows = []
+    k = [[args.size, 0, args.size / 2], [0, args.size, args.size / 2], [0, 0, 1]]
+    with optixasync.Context() as ctx:
+        for views in (int(v) for v in args.training_views.split(",")):
+            batch_views = Views.pinhole([k] * views, np.tile(np.eye(4), (views, 1, 1)), seeds=range(views))
+            with RenderPipeline(ctx, material_scene(), RenderOptions(width=args.size, height=args.size, spp=args.spp,
+                                                                     max_depth=2),
+                                views=batch_views, outputs=OUTPUTS, frames_in_flight=3,
+                                scheduler_options={"keep_results": False}) as p:
+                source = TrainingBatches(p, args.batches + 10, cameras=OrbitCameras(distance=(2.5, 3.5)),
+                                         color_jitter=0.2, light_scale=(0.6, 1.4), framework=framework)
+                start = None
+                for batch in source:
+                    if batch.index == 10:
+                        p.scheduler.drain()
+                        start = time.perf_counter()
+                    value = batch["image"][..., 0].sum() if torch is None else batch["image"][..., 0].float().sum()
+                p.scheduler.drain()
+                float(value)  # the last reduction done: every batch consumed
+                seconds = time.perf_counter() - start
+                gpu = [f.gpu_ms for f in p.scheduler.stats.frames[-args.batches:] if f.gpu_ms is not None]
+            rows.append({"views": views, "into": framework, "batches_per_s": args.batches / seconds,
+                         "samples_per_s": views * args.batches / seconds,
+                         "gpu_busy": 100 * sum(gpu) / 1e3 / seconds if gpu else float("nan")})
+    print(f"\n### TrainingBatches ({args.size}x{args.size}, {', '.join(OUTPUTS)}, {args.spp} spp, poses drawn on "
+          "the device, colours and lights per batch)\n")
+    print(table(rows, [("views", "views per batch", ""), ("into", "into", ""), ("batches_per_s", "batches/s", ".1f"),
+                       ("samples_per_s", "samples/s", ".0f"), ("gpu_busy", "GPU busy %", ".0f")]))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpu", action="store_true", help="the files alone, on the CPU")
@@ -183,6 +229,9 @@ def main() -> None:
                         help="cases: npy-only (every output as NPY), npy (the image as PNG by imagecodecs, the rest "
                              "NPY), png-pillow (the same, PNG by Pillow), npz")
     parser.add_argument("--folder", default=os.path.join(tempfile.gettempdir(), "optixasync-dataset"))
+    parser.add_argument("--parts", default="gpu,resume,training", help="GPU parts: gpu, resume, training")
+    parser.add_argument("--batches", type=int, default=200, help="training: batches timed")
+    parser.add_argument("--training-views", default="64,256", help="training: views per batch, comma-separated")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
@@ -195,7 +244,8 @@ def main() -> None:
         from optixasync.testing import require_gpu
 
         require_gpu()
-        out = {"gpu": gpu_runs(args), "resume": killed_and_resumed(args)}
+        parts = {"gpu": gpu_runs, "resume": killed_and_resumed, "training": training}
+        out = {name: parts[name](args) for name in args.parts.split(",")}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(out, indent=1))
