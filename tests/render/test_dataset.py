@@ -315,3 +315,20 @@ def test_the_writer_over_the_real_pipeline_on_the_stub_cuda_leaves_no_memory(tmp
         ctx.close()
         assert stub.used_bytes() == 0
     assert sorted(p.name for p in tmp_path.glob("0*.json")) == [f"{k:06d}.json" for k in range(5)]
+
+
+def test_the_command_writes_a_dataset_over_the_stand_ins(gpu, tmp_path, capsys, monkeypatch):
+    import optixasync
+    from optixasync import cli
+
+    monkeypatch.setattr(optixasync, "Context", FakeContext)
+
+    status = cli.main(["dataset", "--out", str(tmp_path), "--count", "5", "--width", "8", "--height", "6",
+                       "--spp", "1", "--views-per-variation", "2", "--formats", "png,npy", "--workers", "2",
+                       "--quiet"])
+    captured = capsys.readouterr()
+    out = captured.out
+    assert status == 0, captured.err
+    assert "5 samples rendered in 3 variations, 0 found complete" in out and "samples/s" in out
+    assert sorted(p.name for p in tmp_path.glob("000004*")) == ["000004.depth.npy", "000004.json",
+                                                                 "000004.mesh_id.npy", "000004.png"]
