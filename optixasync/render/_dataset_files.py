@@ -177,10 +177,10 @@ def write_sample(folder: Path, options: DatasetOptions, index: int, arrays: dict
     from ..io import atomic_write, write_image
 
     files = sample_files(index, options)
-    if "image" in files:
+    if files.get("image", "").endswith(".png"):
         atomic_write(folder / files["image"],
                      lambda p: write_png(p, arrays["image"][..., :3], options.png_compression, options.png_encoder))
-    if "radiance" in files:
+    if files.get("radiance", "").endswith(".exr"):
         write_image(folder / files["radiance"], arrays["radiance"][..., :3])
     if "arrays" in files:
         rest = arrays_of(files, arrays)

@@ -244,6 +244,15 @@ def test_arrays_are_stored_compact(gpu, tmp_path):
     assert np.load(tmp_path / "000001.depth.npy").shape == (6, 8)
 
 
+def test_npy_alone_holds_the_image_too(gpu, tmp_path):
+    write_dataset(FakeContext(), table_scene(), tmp_path, options(count=2, outputs=("image", "radiance", "depth"),
+                                                                 formats=("npy",)))
+    image = np.load(tmp_path / "000001.image.npy")
+    assert image.shape == (6, 8, 4) and image.dtype == np.uint8 and (image[..., 3] == 255).all()
+    assert np.load(tmp_path / "000001.radiance.npy").shape == (6, 8, 3)
+    assert not list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.exr"))
+
+
 def test_npz_bytes_do_not_depend_on_the_time(tmp_path, monkeypatch):
     import time
 
