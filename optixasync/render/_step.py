@@ -67,7 +67,7 @@ class BatchFrames:
     def still_lanes(self, spp: int) -> int:
         """The lanes of a plain still of ``spp`` samples (:mod:`._lanes`; 1 without the variant compiled)."""
         if not self._lanes or (self.views is None and self._camera.orthographic):
-            return 1  # an orthographic camera is no batch's view (Views.cameras)
+            return 1  # an orthographic camera keeps the single-camera raygen (its far plane, its bits)
         views = self.views.count if self.views is not None else 1
         o = self._options
         return lane_count(o.width, o.height, views, spp, o.sample_lanes)
