@@ -334,7 +334,8 @@ def write_dataset(ctx: Context, scene: Scene, folder: str | Path, options: Datas
     TypeError, ValueError
         On bad options, a bad scene, or a folder holding a dataset of other options (before any GPU work).
     MissingExtraError
-        For ``"rle"`` without pycocotools (the ``coco`` extra), ``"exr"`` without OpenEXR (the ``exr`` extra).
+        For ``"rle"`` without pycocotools (the ``dataset`` extra), ``"exr"`` without OpenEXR (the ``exr`` extra),
+        before any GPU work.
     """
     from ._device_scene import check_scene
 
@@ -347,6 +348,10 @@ def write_dataset(ctx: Context, scene: Scene, folder: str | Path, options: Datas
         check_coco()
     if "png" in options.formats:
         check_png_encoder(options.png_encoder)
+    if "exr" in options.formats and "radiance" in options.outputs:
+        from ..io._exr import import_openexr
+
+        import_openexr("a dataset's EXR files")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     header = _header(scene, options)
@@ -355,7 +360,7 @@ def write_dataset(ctx: Context, scene: Scene, folder: str | Path, options: Datas
     report = DatasetReport([], options.count - len(todo), 0)
     if not todo:
         return report
-    run = _Run(ctx, scene, folder, options, header["meshes"], report, _progress(progress, options.count))
+    run = _Run(ctx, scene, folder, options, header["meshes"], report, _Progress(progress, options.count))
     start = time.perf_counter()
     try:
         run.render(todo, workers, max_pending, frames_in_flight)
@@ -386,10 +391,6 @@ class _Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
-
-
-def _progress(progress: Any, count: int) -> _Progress:
-    return _Progress(progress, count)
 
 
 class _Run:

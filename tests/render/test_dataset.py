@@ -253,6 +253,19 @@ def test_npy_alone_holds_the_image_too(gpu, tmp_path):
     assert not list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.exr"))
 
 
+def test_exr_without_openexr_names_the_extra_before_any_render(gpu, tmp_path, monkeypatch):
+    import sys
+
+    from fake_gpu import FakeScheduler
+
+    from optixasync.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "OpenEXR", None)
+    with pytest.raises(MissingExtraError, match=r"optixasync\[exr\]"):
+        write_dataset(FakeContext(), table_scene(), tmp_path, options(outputs=("radiance",), formats=("exr",)))
+    assert FakeScheduler.instances == []
+
+
 def test_npz_bytes_do_not_depend_on_the_time(tmp_path, monkeypatch):
     import time
 
