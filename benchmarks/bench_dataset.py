@@ -152,7 +152,8 @@ def killed_and_resumed(args: argparse.Namespace) -> dict[str, Any]:
                               str(args.size), "--views", str(args.views), "--spp", str(args.spp)])
     while child.poll() is None and len(list(part.glob("0*[0-9].json"))) < count // 2:
         time.sleep(0.01)
-    os.kill(child.pid, signal.SIGKILL)
+    if child.poll() is None:
+        os.kill(child.pid, signal.SIGKILL)
     child.wait()
     before = len(list(part.glob("0*[0-9].json")))
     resumed = gpu_run(args, ("png", "npy"), "imagecodecs", part, count)
