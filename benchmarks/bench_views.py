@@ -2,6 +2,8 @@
 
     python benchmarks/bench_views.py [--parts rl,outputs,stills,rays] [--worlds 4096] [--size 64] [--objects 20]
         [--steps 200] [--warmup 20] [--json bench_out/views.json]
+    python benchmarks/bench_views.py --parts rl --worlds 1024,4096,16384 --sizes 64,128 --completion-thread both
+        --profile 30
 
 Parts (each prints a Markdown table; the targets are those of the issue "Many views and ML outputs per launch"):
 
@@ -13,7 +15,11 @@ Parts (each prints a Markdown table; the targets are those of the issue "Many vi
   the lease released). Reported: renders per second (worlds x steps over the wall time, after ``--warmup``
   steps), the wall time of ``step`` (p50) and the host's own work in it (p50, p95: less the wait for a free
   slot, which is the GPU being behind), and the GPU time per frame. Target: at least 100,000
-  renders/s at 64x64 for 4,096 worlds of about 20 objects, host time per step at most 50 us.
+  renders/s at 64x64 for 4,096 worlds of about 20 objects, host time per step at most 100 us. ``--worlds`` and
+  ``--sizes`` take lists (a row per case); ``--completion-thread both`` adds a row without the scheduler's
+  completion thread (its share of the host time: the GIL it takes while the loop runs); ``--profile N`` prints
+  the N functions of largest own time under cProfile over the first case's steps (the CPU stubs' profile is
+  ``benchmarks/bench_step.py``).
 * **outputs**: the same worlds (``--outputs-worlds``, 1024 by default), GPU time per frame of the colour image
   alone, of colour and depth, and of every output at once (the G-buffer, ids, UV, motion, coverage, spp, ray
   counter); the ratio to the colour alone. Target: all outputs at most 1.15 times the colour.
@@ -164,34 +170,65 @@ class Transforms:
 # -- parts --------------------------------------------------------------------------------------------------------------
 
 
-def rl_loop(ctx: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The RL-style loop: renders per second into torch and the host time per step."""
+def rl_loop(ctx: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The RL-style loop for each of ``--worlds`` and ``--sizes``, with and without the completion thread."""
+    rows = []
+    for worlds in _ints(args.worlds):
+        for size in _ints(args.sizes or str(args.size)):
+            for thread in (True, False) if args.completion_thread == "both" else (args.completion_thread == "on",):
+                rows.append(rl_case(ctx, args, worlds, size, thread, profile=args.profile if not rows else 0))
+    return rows
+
+
+def _ints(text: Any) -> list[int]:
+    return [int(v) for v in str(text).split(",") if v.strip()]
+
+
+def rl_case(ctx: Any, args: argparse.Namespace, worlds: int, size: int, thread: bool,
+            profile: int = 0) -> dict[str, Any]:
+    """The RL-style loop: renders per second into torch and the host time per step (``profile``: the top functions
+    of a cProfile of the steady steps, printed)."""
     scene, movable = tabletop(args.objects)
-    options = RenderOptions(width=args.size, height=args.size, spp=1, max_depth=2)
-    with RenderPipeline(ctx, scene, options, worlds=Worlds(args.worlds, movable=movable), outputs=("image", "depth"),
-                        frames_in_flight=3, scheduler_options={"keep_results": False}) as p:
-        transforms = Transforms(args.worlds, len(movable))
+    options = RenderOptions(width=size, height=size, spp=1, max_depth=2)
+    with RenderPipeline(ctx, scene, options, worlds=Worlds(worlds, movable=movable), outputs=("image", "depth"),
+                        frames_in_flight=3, scheduler_options={"keep_results": False,
+                                                               "completion_thread": thread}) as p:
+        transforms = Transforms(worlds, len(movable))
+        profiler = None
         host_us: dict[int, float] = {}
         for k in range(args.warmup + args.steps):
             moved = transforms.step(k)
             if k == args.warmup:
                 transforms.synchronize()
                 start = time.perf_counter()
+                if profile:
+                    import cProfile
+
+                    profiler = cProfile.Profile()
+                    profiler.enable()
             t0 = time.perf_counter()
             out = p.step(transforms=moved)
             host_us[out.index] = (time.perf_counter() - t0) * 1e6
             transforms.consume(out)
+        if profiler is not None:
+            profiler.disable()
         p.scheduler.drain()
         transforms.synchronize()
         wall = time.perf_counter() - start
+        if profiler is not None:
+            import pstats
+
+            print(f"\n### cProfile of {args.steps} steps, {worlds} worlds at {size}x{size} (own time)\n")
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
         frames = {f.index: f for f in p.scheduler.stats.frames}
     steady = [host_us[k] for k in sorted(host_us)[args.warmup:]]
     # the host's own work: the step's time less its wait for a free slot (the GPU being behind)
     working = [host_us[k] - 1e3 * (frames[k].fence_wait_ms if k in frames else 0.0)
                for k in sorted(host_us)[args.warmup:]]
     gpu = [frames[k].gpu_ms for k in sorted(host_us)[args.warmup:] if k in frames and frames[k].gpu_ms is not None]
-    return {"worlds": args.worlds, "objects": len(scene.meshes), "size": f"{args.size}x{args.size}",
-            "library": transforms.library, "renders_per_s": args.worlds * args.steps / wall,
+    return {"worlds": worlds, "objects": len(scene.meshes), "size": f"{size}x{size}",
+            "thread": "on" if thread else "off",
+            "library": transforms.library, "renders_per_s": worlds * args.steps / wall,
             "step_p50_us": statistics.median(steady), "host_p50_us": statistics.median(working),
             "host_p95_us": _p(working, 0.95), "gpu_ms": statistics.median(gpu) if gpu else float("nan")}
 
@@ -299,7 +336,8 @@ def rays_per_second(ctx: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
 PARTS = {"rl": rl_loop, "outputs": outputs_cost, "stills": stills, "rays": rays_per_second}
 
 COLUMNS = {
-    "rl": [("worlds", "worlds", "d"), ("objects", "meshes", "d"), ("size", "size", ""), ("library", "into", ""),
+    "rl": [("worlds", "worlds", "d"), ("objects", "meshes", "d"), ("size", "size", ""),
+           ("thread", "completion thread", ""), ("library", "into", ""),
            ("renders_per_s", "renders/s", ",.0f"), ("step_p50_us", "step p50 us", ".1f"),
            ("host_p50_us", "host p50 us", ".1f"),
            ("host_p95_us", "host p95 us", ".1f"), ("gpu_ms", "GPU ms/frame", ".3f")],
@@ -316,7 +354,13 @@ COLUMNS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", default="rl,outputs,stills,rays", help="comma-separated: " + ",".join(PARTS))
-    parser.add_argument("--worlds", type=int, default=4096)
+    parser.add_argument("--worlds", default="4096", help="rl: worlds, comma-separated (1024,4096,16384)")
+    parser.add_argument("--sizes", default=None, help="rl: image sizes, comma-separated (default: --size)")
+    parser.add_argument("--completion-thread", choices=("on", "off", "both"), default="on",
+                        help="rl: the scheduler's completion thread (both: a row each, to see its share of the "
+                             "host time)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="rl: print the N functions of largest own time under cProfile (first case)")
     parser.add_argument("--outputs-worlds", type=int, default=1024)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--objects", type=int, default=20)

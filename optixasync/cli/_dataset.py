@@ -1,9 +1,10 @@
 """``optixasync dataset``: a randomized dataset of a scene, written to a folder, resumable.
 
 Renders ``--count`` samples of ``--scene`` with randomized cameras, material
-colours and light strength (:func:`optixasync.render.write_dataset`), each
-as PNG, NPZ (and EXR) files and a JSON file of the camera's intrinsics and
-poses, in the layout that ``dataset.json`` describes. Run it again on the
+colours and light strength (:func:`optixasync.render.write_dataset`: one
+pipeline, frames in flight, ``--workers`` threads writing the files), each
+as PNG, NPZ, NPY, EXR and COCO RLE files and a JSON file of the camera's
+intrinsics and poses, in the layout that ``dataset.json`` describes. Run it again on the
 same folder with the same options and it renders only the samples it lacks.
 Every argument is checked and the scene built on the CPU before the GPU is
 touched; exit statuses as every command (0, 1 the machine cannot, 2 bad
@@ -11,7 +12,8 @@ input, 130 interrupted: run it again to resume).
 
 Blocking calls
 --------------
-Each variation's still waits for its image (:mod:`optixasync.render._dataset`).
+Where :func:`optixasync.render.write_dataset` does: the scheduler's slot fence, the writers' queue when the disk
+is slower than the GPU, the last frames (:mod:`optixasync.render._dataset`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     group.add_argument("--max-depth", type=int, default=4, metavar="N", help="longest path (default 4)")
     group.add_argument("--outputs", default="image,depth,mesh_id", metavar="A,B",
                        help="outputs to write (default image,depth,mesh_id; see the docs' outputs table)")
-    group.add_argument("--formats", default="png,npz", metavar="A,B", help="png, npz, exr (default png,npz)")
+    group.add_argument("--formats", default="png,npz", metavar="A,B",
+                       help="png, npz, npy (uncompressed), exr, rle (COCO instance masks) (default png,npz)")
+    group.add_argument("--png-compression", type=int, default=1, metavar="0-9", help="PNG zlib level (default 1)")
+    group.add_argument("--workers", type=int, default=4, metavar="N", help="threads writing files (default 4)")
+    group.add_argument("--frames-in-flight", type=int, default=2, metavar="N",
+                       help="frames on the GPU while files are written (default 2)")
     group.add_argument("--views-per-variation", type=int, default=8, metavar="N",
                        help="samples rendered together from one randomized copy of the scene (default 8)")
     group.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
@@ -62,7 +69,10 @@ def _run(args: argparse.Namespace) -> int:
     options = DatasetOptions(count=args.count, width=args.width, height=args.height, spp=args.spp,
                              max_depth=args.max_depth, outputs=tuple(_names(args.outputs)),
                              formats=tuple(_names(args.formats)), views_per_variation=args.views_per_variation,
-                             seed=args.seed)
+                             seed=args.seed, png_compression=args.png_compression)
+    for name in ("workers", "frames_in_flight"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     from pathlib import Path
 
     if Path(args.out).exists() and not Path(args.out).is_dir():  # before the scene and the GPU set-up
@@ -71,9 +81,11 @@ def _run(args: argparse.Namespace) -> int:
     import optixasync
 
     with optixasync.Context() as ctx:
-        report = write_dataset(ctx, scene, args.out, options, progress=not args.quiet)
+        report = write_dataset(ctx, scene, args.out, options, progress=not args.quiet, workers=args.workers,
+                               frames_in_flight=args.frames_in_flight)
     print(f"{args.out}: {len(report.rendered)} samples rendered in {report.variations} variations, "
-          f"{report.skipped} found complete")
+          f"{report.skipped} found complete; {report.samples_per_s:.1f} samples/s, GPU busy "
+          f"{100 * report.gpu_busy:.0f}%, {report.disk_wait_s:.1f} s waiting for the disk")
     return 0
 
 

@@ -18,7 +18,8 @@ cameras) and of :class:`Worlds` (copies of the scene moved by a device
 array) renders in one launch, its outputs kept on the GPU
 (:meth:`RenderPipeline.step` returns :class:`DeviceOutputs`, for torch, JAX
 and CuPy without copies); ids map back to the scene (:func:`id_names`,
-:func:`label_map`, :func:`segment`); :func:`write_dataset` renders a randomized dataset to files, resumably.
+:func:`label_map`, :func:`segment`); :func:`write_dataset` renders a randomized dataset to files, resumably,
+and :class:`TrainingBatches` streams randomized batches to a training loop without files.
 Stages run after each launch
 (:class:`Tonemap`, :class:`Readback`, :class:`WriteImages`, and the
 denoiser's :class:`optixasync.denoise.Denoise`); light types are registered
@@ -43,6 +44,7 @@ from ._outputs import OUTPUTS, Output
 from ._pipeline import RenderPipeline
 from ._recorder import FrameRecorder
 from ._stages import FrameBuffers, Readback, Stage, Tonemap, WriteImages
+from ._training import OrbitCameras, TrainingBatch, TrainingBatches
 from ._updates import CameraSwing, ClothMotion, FrameUpdate, NodeMotion
 from ._views import Views
 from ._worlds import Worlds
@@ -63,6 +65,7 @@ __all__ = [
     "NO_ID",
     "NodeMotion",
     "OUTPUTS",
+    "OrbitCameras",
     "Output",
     "PreparedLaunch",
     "Readback",
@@ -70,6 +73,8 @@ __all__ = [
     "RenderPipeline",
     "Stage",
     "Tonemap",
+    "TrainingBatch",
+    "TrainingBatches",
     "Views",
     "WriteImages",
     "Worlds",

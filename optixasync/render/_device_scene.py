@@ -47,6 +47,7 @@ from ._motion import check_scene_motion, moving_structure
 from ._params import runs_any_hit
 from ._placement import DevicePlacement
 from ._shape_accel import check_scene_shapes, hit_kinds, shape_instances
+from ._table_updates import TableUpdate, TableUpdates
 from ._tables import SceneTables, needs_instances
 
 if TYPE_CHECKING:
@@ -164,6 +165,8 @@ class DeviceScene:
         Whether :attr:`accel` is an instance structure.
     moving : bool
         Whether meshes move (motion blur: the pipeline traces with motion).
+    updates : TableUpdates
+        The materials' colours and the lights' strength, rewritten in place (:meth:`update_tables`).
     emitters : EmitterTable
         The emitter table as built on the host (the device's copy has every pdf times its selection probability).
     hit_records : int
@@ -201,6 +204,7 @@ class DeviceScene:
             self._placement.release()
             raise
         self.emitters = self.tables.lights.emitters
+        self.updates: TableUpdates | None = TableUpdates(self.tables, self._placement)
         self.hit_kinds = hit_kinds(self.instanced, len(scene.meshes), self.tables.shapes)
         self.hit_records = len(self.hit_kinds)
         self._record = self.tables.record.copy()
@@ -319,6 +323,16 @@ class DeviceScene:
             self.accel.instances[k].transform = matrices[k].astype(np.float32)
         self.accel.rebuild(stream=stream)
 
+    def update_tables(self, update: TableUpdate, stream: Any) -> None:
+        """Rewrite the materials and lights as ``update`` says (:meth:`TableUpdates.check`), on ``stream``.
+
+        Ordered after the set-up; launches ordered after ``stream`` read the new values. No structure changes.
+        """
+        if self.updates is None:
+            raise RuntimeError("the device scene is closed")
+        self.order(stream)
+        self.updates.apply(update, stream)
+
     def compact(self, stream: Any, wait: bool = False) -> None:
         """Compact the structure on ``stream`` once its size is known (``wait``: wait for it); no-op if not compactable."""
         if self.accel.options.allow_compaction and not self.accel.compacted:
@@ -331,4 +345,5 @@ class DeviceScene:
             gas.close()  # idempotent: without instances, the one GAS is self.accel
         self._placement.release()
         self.tables = None  # its geometry lists hold the vertex and index arrays: none outlives the close
+        self.updates = None  # it holds the tables too
         self.geometries = []

@@ -201,6 +201,13 @@ class DeviceEnvironment:
         self.ctx.deferred.after(stream, pixels, weights)
 
     @property
+    def record_array(self) -> Any:
+        """The device ``EnvironmentRecord``, as uint8 (what a rewrite of its scale writes into)."""
+        if self._record is None:
+            raise RuntimeError("this DeviceEnvironment is closed")
+        return self._record
+
+    @property
     def pointer(self) -> int:
         """Device address of the ``EnvironmentRecord``."""
         if self._record is None:

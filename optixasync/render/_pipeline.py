@@ -321,6 +321,20 @@ class RenderPipeline(BatchFrames, StillFrames):
         self.device_scene.place(transforms, self.stream if stream is None else stream)
         self.reset()
 
+    def update_tables(self, materials: Any = None, light_scale: float | None = None, stream: Any = None) -> None:
+        """Change materials' colours and the lights' strength in place on ``stream`` (default: the pipeline's;
+        a frame for its launch), without a rebuild; restarts the accumulation (:mod:`._table_updates`).
+
+        ``materials`` maps scene materials to new values differing in what their record holds (colour,
+        roughness; not family, textures, alpha mode, emission); ``light_scale`` multiplies every light of the
+        scene. Raises TypeError or ValueError (a stranger material, a change that needs a new pipeline, a bad
+        scale) before any GPU work.
+        """
+        self._check_open()
+        update = self.device_scene.updates.check(materials, light_scale)  # type: ignore[union-attr]
+        self.device_scene.update_tables(update, self.stream if stream is None else stream)
+        self.reset()
+
     # -- frames ------------------------------------------------------------------------------------------------
     def record(self, frame: Frame, spp: int = 1, *, readback: Any = DEFAULT, camera: Camera | None = None,
                stages: bool = True, graph: bool | None = None, views: Views | None = None, poses: Any = None,
@@ -358,8 +372,10 @@ class RenderPipeline(BatchFrames, StillFrames):
 
     def _record(self, frame: Frame, spp: int, names: tuple[str, ...], stages: bool, graph: bool | None,
                 updates: tuple = (), camera: Camera | None = None, views: Views | None = None, poses: Any = None,
-                transforms: Any = None) -> dict[str, Any]:
-        """:meth:`record` with its arguments checked; ``updates``: frame updates whose GPU part the frame holds."""
+                transforms: Any = None, timed: bool = True) -> dict[str, Any]:
+        """:meth:`record` with its arguments checked; ``updates``: frame updates whose GPU part the frame holds;
+        ``timed=False``: no timing events around the launch (:meth:`step`: its frame's span times it, and the
+        caller records the launch's end in ``_last_launch``)."""
         self._check_open()
         if frame.launched or isinstance(frame.work, FrameWork):
             raise RuntimeError("this frame has already launched with its parameters: call record() once per frame")
@@ -395,7 +411,9 @@ class RenderPipeline(BatchFrames, StillFrames):
         work = FrameWork(self, launch, buffers, self._stage_tuple if stages else (), names, updates,
                          self.graphs.values(frame, create=False) if updates else None, written)
         deferred = self.graphs.defer(frame, work, graph)  # a graph's frame: parameters written, its work at submit
-        if not deferred:
+        if not deferred and not timed:
+            work.launch(frame)
+        elif not deferred:
             span = self._timer.start(frame.stream)
             work.launch(frame)
             self._last_launch[handle] = self._timer.stop(span, frame.stream)

@@ -66,6 +66,9 @@ class Placement(Protocol):
     def environment(self, environment: Environment) -> int:
         """Build the environment's record and tables; the record's address."""
 
+    def environment_record(self, address: int) -> np.ndarray:
+        """The host copy of the ``EnvironmentRecord`` :meth:`environment` placed at ``address`` (to rewrite it)."""
+
     def ready(self) -> Any:
         """A readiness of everything placed so far (``order(stream)`` puts a stream after it)."""
 
@@ -149,7 +152,11 @@ class DevicePlacement:
 
         device = DeviceEnvironment(self.ctx, environment, self.stream)
         self.environments.append(device)
+        self._uploads[device.pointer] = device.record_array  # rewritable like an upload (a new scale)
         return device.pointer
+
+    def environment_record(self, address: int) -> np.ndarray:
+        return next(e.record for e in self.environments if e.pointer == int(address)).copy()
 
     def ready(self) -> Readiness:
         ready = Readiness()

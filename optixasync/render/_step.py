@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..cuda import record_event
+from ..cuda import record_event, stream_handle
 from ._device_outputs import DeviceOutputs
 from ._lanes import lane_count
+from ._params import positive_int
 from ._stages import FrameBuffers
 
 if TYPE_CHECKING:
@@ -40,6 +41,10 @@ class BatchFrames:
     _lanes: bool
     _generation: int = 0  # the generation of the slot buffers the last record() wrote
     views: Views | None
+
+    @property
+    def _view_count(self) -> int | None:
+        return self.views.count if self.views is not None else None
 
     def _frame_buffers(self, frame: Frame) -> FrameBuffers:
         """The frame slot's output buffers: a generation that no :class:`DeviceOutputs` holds, ordered after
@@ -62,7 +67,7 @@ class BatchFrames:
     def still_lanes(self, spp: int) -> int:
         """The lanes of a plain still of ``spp`` samples (:mod:`._lanes`; 1 without the variant compiled)."""
         if not self._lanes or (self.views is None and self._camera.orthographic):
-            return 1  # an orthographic camera is no batch's view (Views.cameras)
+            return 1  # an orthographic camera keeps the single-camera raygen (its far plane, its bits)
         views = self.views.count if self.views is not None else 1
         o = self._options
         return lane_count(o.width, o.height, views, spp, o.sample_lanes)
@@ -80,13 +85,19 @@ class BatchFrames:
         """
         pipeline: Any = self
         scheduler = pipeline.scheduler
+        spp = positive_int("spp", spp)
+        names = pipeline._plan.check_readback(readback, staged=True)
         with scheduler.frame() as frame:
             if not accumulate:
                 pipeline.reset()
-            buffers = pipeline.record(frame, spp, readback=readback, views=views, poses=poses, transforms=transforms)
+            # Untimed: the frame's own span times its GPU work; the one event after it ends the launch too.
+            buffers = pipeline._record(frame, spp, names, True, None, views=views, poses=poses,
+                                       transforms=transforms, timed=False)
             event = record_event(frame.stream)  # after the launch and the stages
-            outputs = DeviceOutputs(frame.index, buffers, event, int(frame.stream.ptr), self._leases, frame.slot,
-                                    self._generation, views=self.views.count if self.views is not None else None)
+            handle = stream_handle(frame)  # the frame's stream (its GPU work began in the record)
+            pipeline._last_launch[handle] = event
+            outputs = DeviceOutputs(frame.index, buffers, event, handle, self._leases, frame.slot,
+                                    self._generation, views=self._view_count)
         outputs.result = frame.handle if readback else None
         for _ in scheduler.poll():  # retire what has completed; results of steps are in their handles
             pass

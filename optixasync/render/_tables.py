@@ -101,6 +101,10 @@ class MaterialTable:
         Per mesh, the address of its material's record.
     indices : list of int
         Per mesh, the index of its material in ``materials`` (the ``material_id`` output).
+    texture_handle : callable
+        A texture's handle (0 for None), as the records hold it.
+    family_tables : dict of Material to int
+        The address of each material's family table (:meth:`BsdfFamily.table`), for those that have one.
     """
 
     def __init__(self, scene: Scene, placement: Placement) -> None:
@@ -119,10 +123,17 @@ class MaterialTable:
             if table is not None:
                 tables[material] = placement.upload(np.ascontiguousarray(table, np.float32), f"{material.bsdf} table")
         records = np.stack([material_record(m, texture_handle, tables.get(m, 0)) for m in self.materials])
+        self.texture_handle = texture_handle  # what a rewrite of the records (:mod:`._table_updates`) needs
+        self.family_tables = tables
         self._base = base = placement.upload(records, "material records")
         self.pointers = [base + MATERIAL_RECORD.itemsize * index[mesh.material] for mesh in scene.meshes]
         self.indices = [index[mesh.material] for mesh in scene.meshes]
         self.ready = placement.ready()
+
+    @property
+    def base(self) -> int:
+        """The address of the records, one upload in :attr:`materials` order."""
+        return self._base
 
     def pointer(self, material: Material) -> int:
         """The address of ``material``'s record (one of :attr:`materials`)."""
@@ -185,6 +196,8 @@ class LightTable:
         The emissive triangles (the source of type ``"triangles"`` when it has entries).
     sources : list of (LightType, source, probability)
         The sources picked with a probability > 0, in the records' order.
+    addresses : list of int
+        Per source, the address of its data (its record, the emitter table, the environment's record).
     environment_probability : float
     pointer, emitters_pointer, environment_pointer : int
         Addresses of the records, of the emitter table and of the environment's record (0 without).
@@ -206,8 +219,10 @@ class LightTable:
         cdf = 0.0
         self.environment_probability = 0.0
         self.emitters_pointer = self.environment_pointer = 0
+        self.addresses: list[int] = []
         for j, (kind, source, probability) in enumerate(self.sources):
             address, count = kind.data(source, placement, probability)
+            self.addresses.append(address)
             cdf = 1.0 if j == len(self.sources) - 1 else cdf + probability
             records[j]["type"] = light_types().index(kind)
             records[j]["cdf"], records[j]["probability"] = cdf, probability

@@ -42,6 +42,7 @@ None: host arrays and records (the device poses are read by the pipeline,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -110,12 +111,24 @@ def _intrinsics(intrinsics: Any, count: int, pixel_centers: float) -> np.ndarray
 
 
 def check_pinhole_cameras(cameras: Sequence[Camera], name: str) -> None:
-    """Raise ValueError naming ``name`` if one of ``cameras`` is orthographic (not a batch's camera view yet)."""
+    """Raise ValueError naming ``name`` if one of ``cameras`` cannot be a batch's view: an orthographic camera
+    with a far plane (a batch's views trace rays without end). One without (``zfar`` infinite) is an orthographic
+    view of the batch (:meth:`Views.cameras`)."""
     for k, camera in enumerate(cameras):
-        if camera.orthographic:
-            raise ValueError(f"{name}: camera {k} is orthographic, which a batch of views does not render as a camera "
-                             "view yet (its outputs beyond image, radiance, albedo and normal, its lanes); describe it "
-                             "with Views.orthographic([fx, fy, cx, cy], poses) instead")
+        if camera.orthographic and math.isfinite(camera.zfar):
+            raise ValueError(f"{name}: camera {k} is orthographic with a far plane (zfar={camera.zfar}), which a "
+                             "batch of views does not render yet (its rays have no end): give it zfar=inf, or "
+                             "describe it with Views.orthographic([fx, fy, cx, cy], poses)")
+
+
+def orthographic_camera_view(camera: Camera, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """The intrinsics (fx, fy, cx, cy) and OpenCV camera-to-world (3, 4) of an orthographic ``camera`` as a batch's
+    orthographic view of a width x height film: its rays start on its near plane (as the single camera's do), one
+    pixel is ``2 xmag / width`` world units across, and depth is measured from the near plane."""
+    eye, u, v, w = camera.basis(width, height)[:4]
+    xmag, ymag = float(np.linalg.norm(u)), float(np.linalg.norm(v))
+    pose = np.column_stack([u / xmag, -v / ymag, w, eye])
+    return np.array([width / (2 * xmag), height / (2 * ymag), width / 2, height / 2]), pose
 
 
 def view_worlds(views: Views | None, count: int, worlds: int) -> np.ndarray:
@@ -220,22 +233,24 @@ class Views:
 
     @classmethod
     def cameras(cls, cameras: Sequence[Camera] | Camera, *, worlds: Any = None, seeds: Any = None) -> Views:
-        """Views of pinhole :class:`~optixasync.scene.Camera` objects (their rays are the single-camera raygen's).
+        """Views of :class:`~optixasync.scene.Camera` objects: a pinhole's rays are the single-camera raygen's (the
+        same bits); an orthographic camera without a far plane is an orthographic view whose rays start on its
+        near plane (:func:`orthographic_camera_view`; the same rays to a rounding).
 
         Raises
         ------
         TypeError
             If an element is not a Camera.
         ValueError
-            On an orthographic Camera (its parallel rays and far plane are not a batch's camera view yet: describe
-            it with :meth:`orthographic`).
+            On an orthographic Camera with a far plane (a batch's rays have no end: describe it with
+            :meth:`orthographic`, or give it ``zfar=inf``).
         """
         cams = [cameras] if isinstance(cameras, Camera) else list(cameras)
         if not cams or not all(isinstance(c, Camera) for c in cams):
             raise TypeError("cameras must be optixasync.scene.Camera objects")
         check_pinhole_cameras(cams, "cameras")
-        return cls(np.full(len(cams), VIEW_CAMERA), np.zeros((len(cams), 4)), None, 0, cameras=cams, worlds=worlds,
-                   seeds=seeds)
+        kinds = [VIEW_ORTHOGRAPHIC if c.orthographic else VIEW_CAMERA for c in cams]
+        return cls(np.asarray(kinds), np.zeros((len(cams), 4)), None, 0, cameras=cams, worlds=worlds, seeds=seeds)
 
     @classmethod
     def stack(cls, batches: Sequence[Views]) -> Views:
@@ -278,6 +293,10 @@ class Views:
             if camera is not None and self.kinds[b] == VIEW_CAMERA:
                 eye, u, v, w = camera.basis(width, height)
                 records["to_world"][b] = np.column_stack([u, v, w, eye]).reshape(12)
+            elif camera is not None and camera.orthographic and self.kinds[b] == VIEW_ORTHOGRAPHIC:
+                intrinsics, pose = orthographic_camera_view(camera, width, height)
+                records["fx"][b], records["fy"][b], records["cx"][b], records["cy"][b] = intrinsics
+                records["to_world"][b], records["convention"][b] = pose.reshape(12), CONVENTIONS["opencv"]
         return records
 
     def __len__(self) -> int:

@@ -120,6 +120,8 @@ class FakeDeviceScene:
         self.refits: list = []
         self.placements: list = []  # (transforms, stream) of each place()
         self.compactions: list = []
+        self.table_updates: list = []  # (TableUpdate, stream) of each update_tables()
+        self._updates = None
         self.generation = 0
         self.closed = False
         self._vertices = [np.array(m.vertices, np.float32) for m in scene.meshes]
@@ -127,6 +129,23 @@ class FakeDeviceScene:
 
     def order(self, stream) -> int:
         return 0
+
+    @property
+    def updates(self):
+        """The library's table updates over the scene's tables placed in host memory (made on first use)."""
+        if self._updates is None:
+            from host_build import HostPlacement
+
+            from optixasync.render._table_updates import TableUpdates
+            from optixasync.render._tables import SceneTables
+
+            placement = HostPlacement()
+            self._updates = TableUpdates(SceneTables(self.scene, placement), placement)
+        return self._updates
+
+    def update_tables(self, update, stream) -> None:
+        self.table_updates.append((update, stream))
+        self.updates.apply(update, stream)
 
     def compact(self, stream, wait=False) -> None:
         self.compactions.append(wait)

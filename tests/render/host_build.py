@@ -169,6 +169,12 @@ class HostPlacement:
             pointers = tuple(self.upload(a, "environment table") for a in environment_tables(environment.image))
         return self.upload(np.atleast_1d(environment_record(environment, *pointers)), "environment")
 
+    def environment_record(self, address: int) -> np.ndarray:
+        from optixasync.render._environment import ENVIRONMENT_RECORD
+
+        target = next(a for a in self.keep if a.ctypes.data == address)
+        return np.frombuffer(target.tobytes(), ENVIRONMENT_RECORD)[0].copy()
+
     def ready(self):
         return None
 

@@ -110,6 +110,27 @@ def test_plane_under_an_orthographic_view(lib):
     np.testing.assert_allclose(out["position"], np.stack([x, y, np.full_like(x, 3.0)], -1), atol=1e-5)
 
 
+def test_an_orthographic_camera_as_a_batch_view_traces_its_own_rays(lib):
+    """The camera's rays (its own float64 origins and direction) against the plane z = 3: depth from the near plane,
+    the hit points, for a camera turned about its view and moved off the axis."""
+    camera = Camera.orthographic_at((0.5, -0.25, 0.0), (0.5, -0.25, 1.0), up=(0.3, 1.0, 0.0), xmag=2.5, ymag=1.75,
+                                    znear=0.5)
+    batch = HostBatch(lit([plane(3.0, -1.0)], camera), options(), Views.cameras([camera]), EVERY, lib=lib)
+    batch.launch(0, 1)
+    out = {k: x[0] for k, x in batch.out.items()}
+    u, v = centres()
+    pixels = np.stack([u.ravel(), v.ravel()], -1)
+    origins, directions = camera.ray_origins(pixels, W, H), camera.ray_directions(pixels, W, H)
+    t = (3.0 - origins[:, 2]) / directions[:, 2]
+    hits = (origins + t[:, None] * directions).reshape(H, W, 3)
+    np.testing.assert_allclose(t, 2.5, rtol=1e-12)  # the rays start on the near plane
+    np.testing.assert_allclose(out["depth"][..., 0], t.reshape(H, W), rtol=1e-6)
+    np.testing.assert_allclose(out["distance"][..., 0], t.reshape(H, W), rtol=1e-6)
+    np.testing.assert_allclose(out["position"], hits, atol=1e-5)
+    np.testing.assert_allclose(out["motion"], 0, atol=1e-4)
+    assert (out["mesh_id"] == 0).all() and (out["coverage"] == 1).all()
+
+
 def test_a_miss_holds_the_documented_values(lib):
     views = Views.pinhole([FX, FY, CX, CY], pose(yaw=np.pi)[None])  # looking away from the plane
     batch = HostBatch(lit([plane(4.0, -1.0)]), options(), views, EVERY, lib=lib)

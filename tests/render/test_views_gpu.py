@@ -189,3 +189,20 @@ def test_a_batch_with_frame_graphs_on_runs_eagerly_with_the_same_outputs(ctx):
     for a, b in zip(eager, asked, strict=True):
         for name in a:
             np.testing.assert_array_equal(a[name], b[name])
+
+
+def test_an_orthographic_camera_as_a_batch_view_renders_its_single_camera_image(ctx):
+    """Without a far plane, an orthographic camera is an orthographic view of a batch: the same rays to a rounding,
+    the same random numbers (the launch's seed), so nearly the same image as the single-camera raygen's."""
+    from optixasync.scene import Camera
+
+    scene = cornell_box()
+    scene.camera = Camera.orthographic_at((0, 1, 3.9), (0, 1, 0), xmag=1.1, ymag=1.1, znear=0.1)
+    options = RenderOptions(width=48, height=48, spp=64, max_depth=4)
+    with RenderPipeline(ctx, scene, options) as single:
+        alone = single.render()
+    with RenderPipeline(ctx, scene, options, views=Views.cameras([scene.camera], seeds=[options.seed]),
+                        outputs=("radiance", "depth")) as batch:
+        batched = batch.render()[0]
+    assert abs(float(batched.mean()) - float(alone.mean())) < 0.01 * float(alone.mean())
+    assert np.mean(np.abs(batched - alone) > 0.05) < 0.02  # nearly every pixel the same

@@ -144,13 +144,13 @@ def test_a_batch_frame_asked_for_as_a_graph_runs_eagerly_and_says_why(gpu):
     assert len(frame.launches) == 1 and frame.launches[0].batch.views == 2
 
 
-def test_an_orthographic_camera_is_no_view_of_a_batch_yet(gpu):
-    ortho = Camera.orthographic_at((0, 1, 4), (0, 1, 0), xmag=1.0, ymag=1.0)
-    with pytest.raises(ValueError, match="cameras: camera 1 is orthographic"):
+def test_an_orthographic_camera_with_a_far_plane_is_no_view_of_a_batch_yet(gpu):
+    ortho = Camera.orthographic_at((0, 1, 4), (0, 1, 0), xmag=1.0, ymag=1.0, zfar=10.0)
+    with pytest.raises(ValueError, match="cameras: camera 1 is orthographic with a far plane"):
         Views.cameras([cornell_box().camera, ortho])
     scene = cornell_box()
     scene.camera = ortho
-    with pytest.raises(ValueError, match="the scene's camera: camera 0 is orthographic"):
+    with pytest.raises(ValueError, match="the scene's camera: camera 0 is orthographic with a far plane"):
         RenderPipeline(Untouchable(), scene, RenderOptions(width=W, height=H), outputs=("image", "depth"))
     p = pipeline(outputs=("image", "depth"))
     with p.scheduler.frame() as frame, pytest.raises(ValueError, match="camera: camera 0 is orthographic"):
@@ -158,6 +158,26 @@ def test_an_orthographic_camera_is_no_view_of_a_batch_yet(gpu):
     assert frame.launches == [] and p.samples_done == 0  # refused before its launch
     plain = pipeline(scene=scene, options=RenderOptions(width=W, height=H, spp=8, sample_lanes=0))
     assert plain.still_lanes(8) == 1  # the single-camera raygen keeps an orthographic camera's still
+
+
+def test_an_orthographic_camera_without_a_far_plane_is_an_orthographic_view(gpu):
+    from optixasync.render._views import VIEW_CAMERA, VIEW_ORTHOGRAPHIC
+
+    ortho = Camera.orthographic_at((0, 1, 4), (0, 1, 0), xmag=2.0, ymag=1.5, znear=0.5)
+    views = Views.cameras([cornell_box().camera, ortho])
+    records = views.records(40, 30, 0, np.zeros(2, np.uint32))
+    assert list(records["kind"]) == [VIEW_CAMERA, VIEW_ORTHOGRAPHIC] and records["convention"][1] == 0
+    assert (records["fx"][1], records["fy"][1], records["cx"][1], records["cy"][1]) == (10.0, 10.0, 20.0, 15.0)
+    pose = records["to_world"][1].reshape(3, 4)
+    np.testing.assert_allclose(pose[:, 3], [0, 1, 3.5])  # on the near plane
+    np.testing.assert_allclose(pose[:, 2], [0, 0, -1])  # looking at the target
+    np.testing.assert_allclose(pose[:, 1], [0, -1, 0], atol=1e-12)  # OpenCV: y down
+    scene = cornell_box()
+    scene.camera = ortho
+    p = pipeline(scene=scene, outputs=("image", "depth"))
+    with p.scheduler.frame() as frame:
+        p.record(frame, 1)
+    assert frame.launches[0].batch.views == 1
 
 
 def test_views_records_follow_the_views_and_their_poses(gpu):
