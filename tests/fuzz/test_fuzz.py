@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 def _available(name: str) -> None:
     if name == "exr":
         pytest.importorskip("OpenEXR", reason="EXR maps need the exr extra")
+    if name == "usd":
+        pytest.importorskip("pxr", reason="USD stages need the usd extra (usd-core)")
 
 
 @pytest.mark.parametrize("name", sorted(n for n in TARGETS if not n.startswith("test-")))

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from . import _environment, _gltf, _images, _obj, _viewer  # noqa: F401  (each registers its targets)
+from . import _environment, _gltf, _images, _obj, _usd, _viewer  # noqa: F401  (each registers its targets)
