@@ -238,7 +238,14 @@ def outputs_cost(ctx: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
     scene, movable = tabletop(args.objects)
     options = RenderOptions(width=args.size, height=args.size, spp=1, max_depth=2)
     rows = []
-    for label, outputs in (("image", ("image",)), ("image + depth", ("image", "depth")), ("every output", ALL_OUTPUTS)):
+    cases = [("image", ("image",)), ("image + depth", ("image", "depth")), ("every output", ALL_OUTPUTS)]
+    if args.outputs_detail:  # which outputs cost: each group beside the colour
+        cases += [("image + ids", ("image", "mesh_id", "primitive_id", "material_id")),
+                  ("image + geometry", ("image", "depth", "distance", "position", "geometric_normal", "uv")),
+                  ("image + first-hit sums", ("image", "albedo", "normal", "coverage")),
+                  ("image + motion", ("image", "motion")), ("image + radiance, spp, rays",
+                                                            ("image", "radiance", "spp", "rays"))]
+    for label, outputs in cases:
         with RenderPipeline(ctx, scene, options, worlds=Worlds(args.outputs_worlds, movable=movable), outputs=outputs,
                             frames_in_flight=3, scheduler_options={"keep_results": False}) as p:
             for _ in range(args.warmup + args.steps):
@@ -359,6 +366,8 @@ def main() -> None:
     parser.add_argument("--completion-thread", choices=("on", "off", "both"), default="on",
                         help="rl: the scheduler's completion thread (both: a row each, to see its share of the "
                              "host time)")
+    parser.add_argument("--outputs-detail", action="store_true",
+                        help="outputs: also each group of outputs beside the colour (which ones cost)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="rl: print the N functions of largest own time under cProfile (first case)")
     parser.add_argument("--outputs-worlds", type=int, default=1024)

@@ -46,7 +46,7 @@ for part in "${parts[@]}"; do
         --sizes 64 --completion-thread both --steps 150 --warmup 20 --profile 25 --json "$out/views_rl.json"
       run_part views 60 with_wheels python benchmarks/bench_views.py --parts rl --worlds 1024 --sizes 128 \
         --steps 150 --json "$out/views_rl128.json"
-      run_part views 90 with_wheels python benchmarks/bench_views.py --parts outputs,stills \
+      run_part views 120 with_wheels python benchmarks/bench_views.py --parts outputs,stills --outputs-detail \
         --json "$out/views_outputs.json" ;;
     dataset)
       run_part dataset 170 with_wheels python benchmarks/bench_dataset.py --parts gpu,resume --count 10000 \

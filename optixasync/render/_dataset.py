@@ -73,6 +73,7 @@ from ..validation import as_int, coerce_options
 from ._dataset_files import (
     FORMATS,
     PNG_ENCODERS,
+    DatasetProgress,
     SampleWriter,
     check_coco,
     check_png_encoder,
@@ -316,10 +317,12 @@ def _write_header(folder: Path, header: dict[str, Any]) -> None:
 
     path = folder / "dataset.json"
     if path.is_file():
-        found = json.loads(path.read_text())
-        if found.get("options") != json.loads(json.dumps(header["options"])) or found.get("layout") != DATASET_LAYOUT:
-            raise ValueError(f"{folder} holds a dataset made with other options: resume it with the same options, "
-                             "or write to another folder")
+        found, wanted = json.loads(path.read_text()), json.loads(json.dumps(header["options"]))
+        if found.get("options") != wanted or found.get("layout") != DATASET_LAYOUT:
+            old = found.get("options") if isinstance(found.get("options"), dict) else {}
+            differ = sorted(k for k in set(old) | set(wanted) if old.get(k) != wanted.get(k)) or ["layout"]
+            raise ValueError(f"{folder} holds a dataset made with other options ({', '.join(differ)} differ): resume "
+                             "it with the same options, or write to another folder")
         return
     atomic_write(path, lambda p: p.write_text(json.dumps(header, indent=1)))
 
@@ -366,7 +369,7 @@ def write_dataset(ctx: Context, scene: Scene, folder: str | Path, options: Datas
     report = DatasetReport([], options.count - len(todo), 0)
     if not todo:
         return report
-    run = _Run(ctx, scene, folder, options, header["meshes"], report, _Progress(progress, options.count))
+    run = _Run(ctx, scene, folder, options, header["meshes"], report, DatasetProgress(progress, options.count))
     start = time.perf_counter()
     try:
         run.render(todo, workers, max_pending, frames_in_flight)
@@ -376,34 +379,11 @@ def write_dataset(ctx: Context, scene: Scene, folder: str | Path, options: Datas
     return report
 
 
-class _Progress:
-    """``progress(done, count)`` or a tqdm bar (samples/s), or nothing."""
-
-    def __init__(self, progress: Any, count: int) -> None:
-        self._call = progress if callable(progress) else None
-        self._count = count
-        self._bar = None
-        if progress is True:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=count, unit="sample", dynamic_ncols=True)
-
-    def __call__(self, done: int) -> None:
-        if self._bar is not None:
-            self._bar.update(done - self._bar.n)
-        if self._call is not None:
-            self._call(done, self._count)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-
 class _Run:
     """One run of :func:`write_dataset`: the variations' frames submitted, their results handed to the writers."""
 
     def __init__(self, ctx: Context, scene: Scene, folder: Path, options: DatasetOptions, names: list[str],
-                 report: DatasetReport, report_progress: _Progress) -> None:
+                 report: DatasetReport, report_progress: DatasetProgress) -> None:
         self.ctx, self.scene, self.folder, self.options, self.names = ctx, scene, folder, options, names
         self.report, self.report_progress = report, report_progress
         self.centre, self.radius = _centre_and_radius(scene)

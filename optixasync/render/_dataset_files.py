@@ -47,8 +47,8 @@ from ..errors import MissingExtraError
 
 DatasetOptions = Any  # optixasync.render.DatasetOptions (the module that imports this one)
 
-__all__ = ["CONSTANT_W", "FORMATS", "PNG_ENCODERS", "SampleWriter", "coco_masks", "compact", "sample_files",
-           "write_npz", "write_png"]
+__all__ = ["CONSTANT_W", "FORMATS", "PNG_ENCODERS", "DatasetProgress", "SampleWriter", "coco_masks", "compact",
+           "sample_files", "write_npz", "write_png"]
 
 #: The file formats a dataset can hold (see the module documentation).
 FORMATS = ("png", "npz", "npy", "exr", "rle")
@@ -249,3 +249,26 @@ class SampleWriter:
         if abort:
             self._futures = {f: k for f, k in self._futures.items() if not f.cancelled()}
         return self.done()
+
+
+class DatasetProgress:
+    """``progress(done, count)`` or a tqdm bar (samples/s), or nothing."""
+
+    def __init__(self, progress: Any, count: int) -> None:
+        self._call = progress if callable(progress) else None
+        self._count = count
+        self._bar = None
+        if progress is True:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=count, unit="sample", dynamic_ncols=True)
+
+    def __call__(self, done: int) -> None:
+        if self._bar is not None:
+            self._bar.update(done - self._bar.n)
+        if self._call is not None:
+            self._call(done, self._count)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

@@ -284,8 +284,12 @@ def test_npz_bytes_do_not_depend_on_the_time(tmp_path, monkeypatch):
 
 def test_a_folder_of_other_options_is_refused(gpu, tmp_path):
     write_dataset(FakeContext(), table_scene(), tmp_path, options(count=2))
-    with pytest.raises(ValueError, match="made with other options"):
+    with pytest.raises(ValueError, match=r"made with other options \(seed differ\)"):
         write_dataset(FakeContext(), table_scene(), tmp_path, options(count=2, seed=4))
+    with pytest.raises(ValueError, match=r"\(png_encoder differ\)"):  # the files' bytes would differ
+        write_dataset(FakeContext(), table_scene(), tmp_path, options(count=2, png_encoder="pillow"
+                                                                      if options().png_encoder == "imagecodecs"
+                                                                      else "imagecodecs"))
 
 
 @pytest.mark.parametrize("kwargs, match", [
