@@ -35,7 +35,7 @@ from ..program import CompileOptions, Module, ModuleOptions, Pipeline, PipelineO
 from ._features import GENERIC, ProgramFeatures, max_registers, scene_features, specialize_programs
 from ._integrator import Integrator, Launch, PreparedLaunch, register_integrator
 from ._layout import PATH_PARAMS
-from ._outputs import OUTPUTS, SUMS_OUTPUTS, VARIANT_VIEWS, VIEWS, WORLDS, output_mask
+from ._outputs import OUTPUTS, SUMS_OUTPUTS, VARIANT_WORLDS, VIEWS, WORLDS, output_mask
 from ._params import PARAMS_OUTPUTS, fill_batch, fill_params
 from ._refill import ParamsRefill
 from ._shape_accel import ShapeHitGroups, shape_pipeline_options
@@ -69,13 +69,15 @@ def program_features(scene: DeviceScene, masks: Iterable[int]) -> ProgramFeature
     """What the program of ``scene`` for the variants ``masks`` is compiled for (:mod:`._features`).
 
     :data:`~optixasync.render._features.GENERIC` unless :func:`~optixasync.render._features.specialize_programs`
-    asks for specialization; a batch's program (a variant with :data:`~._outputs.VARIANT_VIEWS`) stays generic (its
-    worlds and views are not specialized yet).
+    asks for specialization. A batch's worlds (a variant with :data:`~._outputs.VARIANT_WORLDS`) place meshes by
+    transforms: such a program keeps instances. Table updates (:meth:`RenderPipeline.update_tables`) change no
+    feature: they refuse new families, textures, alpha modes and emission.
     """
-    if not specialize_programs() or any(mask & VARIANT_VIEWS for mask in masks):
+    if not specialize_programs():
         return GENERIC
     names = [kind.name for kind, _source, _p in scene.tables.lights.sources]
-    return scene_features(scene.scene, instanced=scene.instanced, light_type_names=names)
+    return scene_features(scene.scene, instanced=scene.instanced, light_type_names=names,
+                          worlds=any(mask & VARIANT_WORLDS for mask in masks))
 
 
 def pipeline_options(instanced: bool, moving: bool, kinds: list[str]) -> PipelineOptions:

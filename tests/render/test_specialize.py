@@ -10,6 +10,7 @@ the reason, without a C++ compiler.
 
 from __future__ import annotations
 
+import ctypes
 import re
 from types import SimpleNamespace
 
@@ -21,7 +22,7 @@ from optixasync.program import CompileOptions, compile_ptx
 from optixasync.program._cache import cache_key
 from optixasync.render import RenderOptions
 from optixasync.render._features import GENERIC, SPECIALIZE_ENV, ProgramFeatures, scene_features
-from optixasync.render._outputs import VARIANT_VIEWS
+from optixasync.render._outputs import VARIANT_VIEWS, VARIANT_WORLDS
 from optixasync.render._path import program_features
 from optixasync.render._source import pathtracer_source
 from optixasync.scene import Material, Mesh, Scene, bsdf_families, cornell_box, rectangle
@@ -163,7 +164,8 @@ def test_programs_are_generic_unless_specialization_is_asked_for(monkeypatch):
     assert program_features(device, [1]) is GENERIC
     monkeypatch.setenv(SPECIALIZE_ENV, "1")
     assert program_features(device, [1]) == scene_features(cornell_box(), instanced=False)
-    assert program_features(device, [1, VARIANT_VIEWS | 1]) is GENERIC  # a batch's program stays generic
+    assert not program_features(device, [1, VARIANT_VIEWS | 1]).instances
+    assert program_features(device, [1, VARIANT_VIEWS | VARIANT_WORLDS | 1]).instances  # worlds place meshes
 
 
 # ---- the same bits ----
@@ -218,3 +220,33 @@ def test_the_register_budget_is_read_as_ascii_digits(monkeypatch):
         monkeypatch.setenv(MAX_REGISTERS_ENV, bad)
         with pytest.raises(ValueError, match=MAX_REGISTERS_ENV):
             max_registers()
+
+
+def test_a_batch_specialized_writes_every_output_with_the_generic_bits(tmp_path):
+    """Views and worlds through the specialized program: every output of the path tracer, bit for bit."""
+    if compiler() is None:
+        pytest.skip("no C++ compiler (c++, g++ or clang++) to build the host version of the kernel")
+    from host_views import MASKS, HostBatch, batch_library
+
+    from optixasync.render import Views, Worlds
+
+    scene = cornell_box()
+    features = scene_features(scene, instanced=True, worlds=True)
+    assert not (features.textures or features.any_hit or features.normals) and features.instances
+    special = build_pathtracer_library(tmp_path / "special", MASKS, features=features)
+    for name in ("oa_host_launch3", "oa_host_place_worlds", "oa_host_trace_counts"):
+        getattr(special, name).argtypes = getattr(batch_library(), name).argtypes
+    special.oa_host_launch3.restype = ctypes.c_int
+    options = RenderOptions(width=12, height=10, max_depth=4, seed=2)
+    views = Views.cameras([scene.camera] * 2, seeds=[3, 4])
+    outputs = {}
+    for name, lib in (("generic", batch_library()), ("special", special)):
+        batch = HostBatch(scene, options, views, worlds=Worlds(2, movable=["small_box"]), lib=lib)
+        moves = np.tile(np.eye(4, dtype=np.float32)[:3], (2, 1, 1, 1))
+        moves[1, 0, 0, 3] = 0.2
+        batch.move(moves)
+        batch.launch(0, 3)
+        outputs[name] = {k: v.copy() for k, v in batch.out.items()}
+    assert outputs["generic"]["radiance"].any()
+    for key, value in outputs["generic"].items():
+        np.testing.assert_array_equal(outputs["special"][key], value, err_msg=key)
