@@ -75,6 +75,7 @@ class FramePump:
     def __init__(self, state: ViewerState, mailbox: FrameMailbox, encoder: JpegEncoder, encoders: int = 2,
                  max_unacked: int = 2, max_fps: float | None = None, commands: CommandHandler | None = None) -> None:
         self.state = state
+        state.set_watched(False)  # until a view connects and has room (a source renders its first frames anyway)
         self.mailbox = mailbox
         self.encoder = encoder
         self.encoders = max(1, int(encoders))
@@ -181,6 +182,7 @@ class FramePump:
         loop, wake = self._loop, self._wake
         while True:
             wake.clear()
+            self.state.set_watched(self._demand() > 0)  # a closed tab takes no frame: the render loops pause
             if self._in_flight < min(self._demand(), self.encoders):
                 delay = self._next_start - loop.time()
                 if delay > 0:

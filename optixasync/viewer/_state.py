@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import threading
+import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -146,6 +147,20 @@ class ViewerState:
         settings = settings or Settings()
         settings = clamp_settings(settings, settings.as_dict())  # every field checked and clamped
         self._snapshot = ViewState(1, self._camera.pose(), settings)
+        self._unwatched_since: float | None = None  # None: a view has room for a frame, or no pump tracks views
+
+    # -- whether anyone is looking (the pump says; render loops pause when nobody has been for a while) ------------
+    def set_watched(self, watched: bool) -> None:
+        """Record whether a view (a browser tab, a notebook output) has room for a frame now (the pump calls it)."""
+        if watched:
+            self._unwatched_since = None
+        elif self._unwatched_since is None:
+            self._unwatched_since = time.monotonic()
+
+    def unwatched_for(self) -> float:
+        """Seconds since the last view had room for a frame (0 while one has, or without a pump: a bare sink)."""
+        since = self._unwatched_since
+        return 0.0 if since is None else time.monotonic() - since
 
     def snapshot(self) -> ViewState:
         """The current state; never blocks (one attribute read)."""

@@ -131,3 +131,24 @@ def test_without_anywidget_the_widget_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "optixasync.notebook._widget", raising=False)
     with pytest.raises(MissingExtraError, match=r"pip install 'optixasync\[notebook\]'"):
         notebook.ViewerWidget  # noqa: B018
+
+
+def test_the_cpu_source_stops_rendering_when_the_view_takes_no_frame(tmp_path):
+    """A closed tab acknowledges nothing: after two frames its view has no room, and the render loop pauses
+    (it renders no frame while paused); an acknowledgement resumes it."""
+    page = Page()
+    source = CpuFrameSource(48, 32, max_samples=10**9)
+    source.idle_after = 0.0  # pause as soon as no view has room
+    session = WidgetSession(page.send, source, directory=tmp_path)
+    try:
+        wait_until(lambda: source.paused, what="the loop to pause before any view connects")
+        session.on_message({"kind": "connect"})
+        wait_until(lambda: len(page.frames) == 2, what="two frames")
+        wait_until(lambda: source.paused, what="the loop to pause with two frames unacknowledged")
+        loops = source.loops
+        time.sleep(0.3)
+        assert source.paused and source.loops == loops  # a paused loop renders nothing
+        send_input(session, {"type": "ack", "seq": page.frames[-1]["seq"]})
+        wait_until(lambda: source.loops > loops, what="the loop to render again after an acknowledgement")
+    finally:
+        session.close()
