@@ -13,7 +13,7 @@ concurrent builds never see a half-written one. ``OPTIXASYNC_DISABLE_CACHE=1`` b
 folder every time.
 
 Requirements: a C++17 compiler, ``$CXX`` if set, else ``c++``, ``g++`` or ``clang++`` on ``PATH`` (GCC 9+ or
-Clang 10+; GCC 12 builds the path tracer in about 1.5 s on one core). Without one,
+Clang 10+; GCC 12.2 built the path tracer in 3.2 s on a shared 2-core machine). Without one,
 :class:`~optixasync.errors.CompilerNotFoundError`.
 
 Blocking calls

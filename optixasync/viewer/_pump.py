@@ -233,6 +233,7 @@ class FramePump:
             "viewer": {"published": stats["published"], "dropped": stats["dropped"], "clients": stats["clients"],
                        "encode_ms": round(stats["encode_ms"] or 0.0, 3), "encoder": stats["encoder"]},
             "settings": self.state.snapshot().settings.as_dict(),
+            "play": dict(zip(("id", "playing"), self.state.play, strict=True)),
         }
         return EncodedFrame(frame.seq, int(meta.camera_id), frame_payload(header, data))
 
