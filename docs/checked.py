@@ -82,9 +82,10 @@ def update(records: dict, features: dict, counts: dict[str, Counter], where: str
         for test in feature[where]:
             total += counts.get(test, Counter())
         entry = records.setdefault(name, {})
+        for side in ("cpu", "gpu"):
+            entry.setdefault(side, None)  # None: never checked there
         if total["passed"] + total["failed"] == 0:
-            entry.setdefault(where, None)  # never checked here, or this run checked nothing: keep what was
-            continue
+            continue  # this run checked nothing of it: keep what was
         entry[where] = {**stamp, "passed": total["passed"], "failed": total["failed"], "skipped": total["skipped"]}
         changed.append(name)
     for stale in set(records) - set(features):
