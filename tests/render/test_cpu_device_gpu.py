@@ -4,8 +4,9 @@ The host build traces in double precision through its own hierarchy, OptiX in fl
 paths differ where a ray grazes an edge, so the images agree in the mean, not bit for bit. Both render the
 Cornell box and the material scene with the same seed (the same random numbers wherever the paths agree); each
 channel's mean radiance agrees within 1.5%. On the CPU device, the image mean's spread from seed to seed at
-these settings is at most 0.2% (Cornell box) and 0.6% (material scene) of the mean: 1.5% holds even for
-unrelated samples, and a wrong light or BSDF moves the mean by far more.
+these settings is at most 0.2% (Cornell box) and 0.6% (material scene) of the mean (three seeds)
+(the same seed keeps most paths alike, so the two means should differ by less than that spread); 1.5% leaves
+room for the paths that differ.
 """
 
 from __future__ import annotations
