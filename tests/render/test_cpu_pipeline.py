@@ -196,3 +196,20 @@ def _context(monkeypatch) -> CpuContext:
     """A CPU context whether or not this machine has a compiler (the refusals need none)."""
     monkeypatch.setattr("optixasync.cpu._context.find_compiler", lambda: "/usr/bin/c++")
     return CpuContext()
+
+
+@needs_compiler
+def test_a_scene_with_spheres_gets_the_program_built_for_shapes(tmp_path):
+    """The device builds the program a scene's features need (here spheres: OA_SHAPES); the pixels are those of
+    the host build made for shapes."""
+    from optixasync.scene import Spheres
+
+    scene = cornell_box()
+    scene.shapes.append(Spheres([[0.0, 0.3, 0.0], [0.25, 0.15, 0.2]], 0.12, material=Material((0.9, 0.9, 0.9))))
+    options = dict(width=20, height=20, max_depth=4, seed=1)
+    lib = build_pathtracer_library(tmp_path / "shapes", (0, 1), shapes=True)
+    with RenderPipeline(CpuContext(threads=2), scene, RenderOptions(**options)) as pipeline:
+        image = pipeline.render(4)
+    expected = host_render(lib, scene, 4, **options)
+    np.testing.assert_array_equal(image, expected)
+    assert not np.array_equal(image, host_render(lib, cornell_box(), 4, **options))  # the spheres are in it
