@@ -6,7 +6,8 @@
 Each ``--commit`` is extracted with ``git archive`` (its ``optixasync/`` and ``kernels/``) under ``.trees/<commit>``
 (``--trees-dir``), unless that folder already holds it; ``--tree NAME=PATH`` names a tree already on disk (a
 machine without the repository's history gets the trees that way). The working tree always runs, last, as
-``work``. Every tree renders in a child process of its own, with that tree first on ``sys.path``, its own PTX
+``work`` (and, with ``--specialize``, once more as ``work+spec`` with ``OPTIXASYNC_SPECIALIZE=1``: the path
+tracer compiled for each scene's features). Every tree renders in a child process of its own, with that tree first on ``sys.path``, its own PTX
 cache and the tree's own API (``PathTracer`` before round 3, ``RenderPipeline`` after); the children run one
 after the other, so they never share the GPU.
 
@@ -76,9 +77,13 @@ def extract(commit: str, trees_dir: Path) -> Path:
 
 
 def run_child(name: str, path: Path, args: argparse.Namespace, asset: Path, mitsuba: bool = False) -> dict[str, Any]:
-    """One tree's (or Mitsuba's) child process; its last line of output is the JSON of its results."""
+    """One tree's (or Mitsuba's) child process; its last line of output is the JSON of its results.
+
+    A name ending in ``+spec`` runs its tree with programs specialized per scene (``OPTIXASYNC_SPECIALIZE=1``).
+    """
     env = dict(os.environ, PYTHONPATH=str(path), PYTHONUNBUFFERED="1",
-               OPTIXASYNC_CACHE_DIR=str(Path(args.cache_root) / name))
+               OPTIXASYNC_CACHE_DIR=str(Path(args.cache_root) / name),
+               OPTIXASYNC_SPECIALIZE="1" if name.endswith("+spec") else "0")
     cmd = [sys.executable, __file__, "--child", str(path), "--runs", str(args.runs), "--frames", str(args.frames),
            "--asset", str(asset), *(["--child-mitsuba"] if mitsuba else []),
            *[a for s in args.scene for a in ("--scene", s)]]
@@ -134,7 +139,7 @@ def parent(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(ROOT))
     from optixasync.testing import require_gpu
 
-    status = require_gpu("bench_commits")
+    status = require_gpu("bench_commits.py")
     if status is not None:
         return status
     trees: dict[str, Path] = {}
@@ -144,6 +149,8 @@ def parent(args: argparse.Namespace) -> int:
     for commit in args.commit:
         trees[commit] = extract(commit, Path(args.trees_dir))
     trees["work"] = ROOT
+    if args.specialize:
+        trees["work+spec"] = ROOT
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     asset = out.parent / "commits_textured.glb"
@@ -320,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="run the --again trees this many times in all")
     parser.add_argument("--again", action="append", default=[], help="a tree name to repeat (with --repeat 2)")
     parser.add_argument("--mitsuba", action="store_true", help="add Mitsuba 3 (cuda_ad_rgb) on the same scenes")
+    parser.add_argument("--specialize", action="store_true",
+                        help="also run the working tree with programs specialized per scene, as work+spec")
     parser.add_argument("--trees-dir", default=str(ROOT / ".trees"))
     parser.add_argument("--cache-root", default=str(ROOT / "bench_out" / "commit_caches"))
     parser.add_argument("--child-timeout", type=float, default=900.0)

@@ -7,7 +7,7 @@ at 16 spp after 2 warm-ups, in a child of ``bench_commits`` run under ``ncu`` (`
 Occupancy, WarpStateStats, InstructionStats, MemoryWorkloadAnalysis_Tables). The longest kernel of the run is
 the launch; the table gives its registers per thread, theoretical and achieved occupancy, local-memory
 (spill) traffic, warp instructions per sample and the five largest stall reasons (cycles per issued
-instruction). The raw CSV of each run is written under ``--out``.
+instruction). ``--specialize`` adds the working tree with ``OPTIXASYNC_SPECIALIZE=1`` as ``work+spec``. The raw CSV of each run is written under ``--out``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ SPP = 16
 
 def profile(name: str, path: Path, scene: str, out: Path, asset: Path) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(path), BENCH_COMMITS_SPP=str(SPP),
-               OPTIXASYNC_CACHE_DIR=str(ROOT / "bench_out" / "commit_caches" / name))
+               OPTIXASYNC_CACHE_DIR=str(ROOT / "bench_out" / "commit_caches" / name),
+               OPTIXASYNC_SPECIALIZE="1" if name.endswith("+spec") else "0")
     cmd = ["ncu", "--target-processes", "all", "--csv", "--page", "raw", "--launch-count", "16",
            *[a for s in SECTIONS for a in ("--section", s)],
            sys.executable, str(ROOT / "benchmarks" / "bench_commits.py"), "--child", str(path), "--runs", "1",
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", action="append", default=[])
     parser.add_argument("--scene", action="append")
     parser.add_argument("--out", default="bench_out/profile")
+    parser.add_argument("--specialize", action="store_true",
+                        help="also profile the working tree with programs specialized per scene, as work+spec")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_commits import extract
@@ -91,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     for commit in args.commit:
         trees[commit] = extract(commit, ROOT / ".trees")
     trees["work"] = ROOT
+    if args.specialize:
+        trees["work+spec"] = ROOT
     scenes = args.scene or ["cornell64", "material64"]
     keys = ("kernel", "ms", "regs", "occ_theory", "occ_achieved", "local_ld_MB", "local_st_MB", "inst_per_sample",
             "stalls")

@@ -50,6 +50,7 @@ SCRIPTS = [
     "benchmarks/bench_startup.py",
     "benchmarks/bench_longrun.py",
     "benchmarks/bench_views.py",
+    "benchmarks/bench_commits.py",
 ]
 #: The CLI commands, run as ``python -m optixasync ...``.
 COMMANDS = {

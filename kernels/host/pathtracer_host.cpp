@@ -111,6 +111,7 @@ struct ThreadState {
     float3 origin;        // world ray origin
     float3 direction;     // world ray direction
     bool ignored;         // the any-hit program called ignore_intersection()
+    bool no_anyhit;       // the ray was traced with RAY_FLAG_DISABLE_ANYHIT (a program without cut-outs)
 };
 inline thread_local ThreadState state;
 
@@ -168,7 +169,8 @@ template <unsigned N>
 inline void trace(oa_traversable, float3 o, float3 d, float tmin, float tmax, float time, unsigned, unsigned flags,
                   unsigned sbt_offset, unsigned sbt_stride, unsigned miss_index, unsigned (&p)[N]) {
     // The kernel relies on these (one SBT record per mesh, stride 1, offset 0): check them here too.
-    if (sbt_offset != 0u || sbt_stride != 1u || (flags & RAY_FLAG_DISABLE_ANYHIT)) std::abort();
+    if (sbt_offset != 0u || sbt_stride != 1u) std::abort();
+    state.no_anyhit = (flags & RAY_FLAG_DISABLE_ANYHIT) != 0u;
     host_traces[miss_index == 1u ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
     HostHit hit;
     for (unsigned i = 0; i < N; ++i) state.payload[i] = p[i];
@@ -247,6 +249,9 @@ static void world_corner(const MeshRecord& rec, unsigned i, double out[3]) {
 // skips it for the others, which are built with any-hit disabled).
 static bool accepted(unsigned mesh, unsigned prim, double t, double u, double v) {
     if (!(params.scene.meshes[mesh].flags & (MESH_ALPHA_MASK | MESH_ALPHA_BLEND | MESH_CULL_BACK))) return true;
+    // A program compiled without cut-outs (features.h) traced a mesh that needs its any-hit program: the GPU would
+    // have drawn it opaque. Never silently: the host build stops.
+    if (oa::state.no_anyhit) std::abort();
     oa::ThreadState saved = oa::state;
     oa::state.gas_index = mesh;
     oa::state.prim = prim;

@@ -24,6 +24,7 @@
 #include "optixasync_device.h"
 #include "pathtracer/bsdf.h"
 #include "pathtracer/environment.h"
+#include "pathtracer/features.h"
 #include "pathtracer/geometry.h"
 #include "pathtracer/hit.h"
 #include "pathtracer/light_dispatch.h"
@@ -39,6 +40,10 @@ namespace pt {
 // (= mesh index), or NO_HIT, which the miss program writes, [3] and [4] the barycentrics b1 and b2 (float bits).
 // On spheres and curves (shapes.h), [2] is SHAPE_HIT | the shape's index and [3] a curve's parameter u.
 constexpr unsigned int NO_HIT = 0xFFFFFFFFu;
+
+// The flags of every ray the path tracer traces: in a program without cut-outs (features.h) any-hit is disabled on
+// the ray too, so that traversal carries no any-hit call (the meshes' build inputs disable it already).
+constexpr unsigned int kRayFlags = kAnyHit ? 0u : static_cast<unsigned int>(oa::RAY_FLAG_DISABLE_ANYHIT);
 
 // What the camera ray found, for the denoiser's guides: the albedo of the surface and its normal facing the
 // camera (zero on a miss). Emitters count with their emission clamped to [0, 1], the denoiser's convention
@@ -59,7 +64,7 @@ __forceinline__ __device__ bool unoccluded(const SceneRecord& S, float3 start, f
                                            float time) {
     unsigned int visible[1] = {0u};
     oa::trace(S.handle, start, direction, 0.0f, distance, time, 0xFFu,
-              oa::RAY_FLAG_TERMINATE_ON_FIRST_HIT | oa::RAY_FLAG_DISABLE_CLOSESTHIT, 0u, 1u, 1u, visible);
+              kRayFlags | oa::RAY_FLAG_TERMINATE_ON_FIRST_HIT | oa::RAY_FLAG_DISABLE_CLOSESTHIT, 0u, 1u, 1u, visible);
     return visible[0] != 0u;
 }
 
@@ -84,7 +89,7 @@ struct FirstHitHooks {
 
     __forceinline__ __device__ void trace(const SceneRecord& S, float3 origin, float3 direction, unsigned int,
                                           float tmax, float time, unsigned int (&hit)[5]) {
-        oa::trace(S.handle, origin, direction, 0.0f, tmax, time, 0xFFu, oa::RAY_FLAG_NONE, 0u, 1u, 0u, hit);
+        oa::trace(S.handle, origin, direction, 0.0f, tmax, time, 0xFFu, kRayFlags, 0u, 1u, 0u, hit);
     }
     __forceinline__ __device__ bool shadow(const SceneRecord& S, float3 start, float3 direction, float distance,
                                            float time) {
@@ -130,7 +135,7 @@ __forceinline__ __device__ float3 trace_path_with(const PathTracerParams& P, flo
             hooks.missed(depth, direction);
             // Light from the environment. Like emission, the camera ray and delta lobes count it fully; any
             // other BSDF-sampled ray shares it with light sampling by the power heuristic.
-            if (S.environment) {
+            if (kEnvironment && S.environment) {
                 float weight = 1.0f;
                 if (depth > 1 && !prev_delta && env_probability > 0.0f) {
                     weight = power_heuristic(prev_pdf, env_probability * environment_pdf(*S.environment, direction));

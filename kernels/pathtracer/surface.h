@@ -7,6 +7,7 @@
 // side of it the ray arrived on decides front or back for reflection (the reference renderer's convention).
 #pragma once
 
+#include "pathtracer/features.h"
 #include "pathtracer/geometry.h"
 #include "pathtracer/records.h"
 #include "pathtracer/texture.h"
@@ -58,7 +59,7 @@ __forceinline__ __device__ Triangle load_triangle(const MeshRecord& mesh, unsign
     t.p0 = load3(mesh.vertices + 3u * t.i0);
     t.p1 = load3(mesh.vertices + 3u * t.i1);
     t.p2 = load3(mesh.vertices + 3u * t.i2);
-    if (mesh.flags & MESH_INSTANCED) {
+    if (kInstances && (mesh.flags & MESH_INSTANCED)) {
         t.p0 = place_point(mesh.to_world, t.p0);
         t.p1 = place_point(mesh.to_world, t.p1);
         t.p2 = place_point(mesh.to_world, t.p2);
@@ -67,7 +68,7 @@ __forceinline__ __device__ Triangle load_triangle(const MeshRecord& mesh, unsign
 }
 
 __forceinline__ __device__ float2 interpolate_uv(const MeshRecord& mesh, const Triangle& t, float b1, float b2) {
-    if (!mesh.uvs) return make_float2(0.0f, 0.0f);
+    if (!kUvs || !mesh.uvs) return make_float2(0.0f, 0.0f);
     const float2 a = load2(mesh.uvs + 2u * t.i0), b = load2(mesh.uvs + 2u * t.i1), c = load2(mesh.uvs + 2u * t.i2);
     const float b0 = 1.0f - b1 - b2;
     return make_float2(a.x * b0 + b.x * b1 + c.x * b2, a.y * b0 + b.y * b1 + c.y * b2);
@@ -83,11 +84,11 @@ __forceinline__ __device__ float3 perturb_normal(const MeshRecord& mesh, const M
                                      2.0f * texel.z - 1.0f);
     float3 tangent;
     float sign;
-    if (mesh.tangents) {
+    if (kTangents && mesh.tangents) {
         const float* a = mesh.tangents + 4u * t.i0;
         tangent = barycentric(load3(a), load3(mesh.tangents + 4u * t.i1), load3(mesh.tangents + 4u * t.i2), b1, b2);
         sign = __ldg(a + 3) < 0.0f ? -1.0f : 1.0f;
-        if (mesh.flags & MESH_INSTANCED) {
+        if (kInstances && (mesh.flags & MESH_INSTANCED)) {
             tangent = place_vector(mesh.to_world, tangent);
             if (mesh.flags & MESH_MIRRORED) sign = -sign;  // a mirror turns the bitangent's handedness
         }
@@ -123,7 +124,7 @@ __forceinline__ __device__ float3 front_normal(const MeshRecord& mesh, const Tri
 // The vertex colour at barycentrics (b1, b2) (glTF's COLOR_0: linear RGBA, interpolated across the triangle, that
 // multiplies the base colour and the opacity); white for a mesh without one.
 __forceinline__ __device__ float4 vertex_color(const MeshRecord& mesh, const Triangle& t, float b1, float b2) {
-    if (!mesh.colors) return make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    if (!kColors || !mesh.colors) return make_float4(1.0f, 1.0f, 1.0f, 1.0f);
     const float* a = mesh.colors + 4u * t.i0;
     const float* b = mesh.colors + 4u * t.i1;
     const float* c = mesh.colors + 4u * t.i2;
@@ -142,10 +143,10 @@ __forceinline__ __device__ SurfacePoint surface_point(const MeshRecord& mesh, co
     s.uv = interpolate_uv(mesh, t, b1, b2);
     s.color = vertex_color(mesh, t, b1, b2);
     s.ns = s.ng;
-    if (mesh.normals) {
+    if (kNormals && mesh.normals) {
         float3 n = barycentric(load3(mesh.normals + 3u * t.i0), load3(mesh.normals + 3u * t.i1),
                                load3(mesh.normals + 3u * t.i2), b1, b2);
-        if (mesh.flags & MESH_INSTANCED) n = place_normal(mesh.normal_to_world, n);
+        if (kInstances && (mesh.flags & MESH_INSTANCED)) n = place_normal(mesh.normal_to_world, n);
         const float n2 = dot(n, n);
         if (n2 > 1e-20f) s.ns = n * rsqrtf(n2);
     }

@@ -7,11 +7,13 @@
 // the filtered result as samples accumulate (aliasing shows only at low sample counts).
 #pragma once
 
+#include "pathtracer/features.h"
 #include "pathtracer/records.h"
 
 namespace pt {
 
-__forceinline__ __device__ bool has_texture(const TextureSlot& slot) { return slot.texture != 0ull; }
+// Compiled out (false) in a program for a scene without textures (features.h).
+__forceinline__ __device__ bool has_texture(const TextureSlot& slot) { return kTextures && slot.texture != 0ull; }
 
 // The texel of `slot` at `uv` (linear rgba), or `fallback` when the slot is empty.
 __forceinline__ __device__ float4 sample_texture(const TextureSlot& slot, float2 uv, float4 fallback) {

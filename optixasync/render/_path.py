@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._optix._types import CompileDebugLevel, CompileOptimizationLevel, TraversableGraphFlags
 from ..program import CompileOptions, Module, ModuleOptions, Pipeline, PipelineOptions, ProgramGroup, ShaderBindingTable
+from ._features import GENERIC, ProgramFeatures, max_registers, scene_features, specialize_programs
 from ._integrator import Integrator, Launch, PreparedLaunch, register_integrator
 from ._layout import PATH_PARAMS
-from ._outputs import OUTPUTS, SUMS_OUTPUTS, VIEWS, WORLDS, output_mask
+from ._outputs import OUTPUTS, SUMS_OUTPUTS, VARIANT_VIEWS, VIEWS, WORLDS, output_mask
 from ._params import PARAMS_OUTPUTS, fill_batch, fill_params
 from ._refill import ParamsRefill
 from ._shape_accel import ShapeHitGroups, shape_pipeline_options
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from ._device_scene import DeviceScene
 
 __all__ = ["COMPILE_OPTIONS", "INSTANCED_PIPELINE_OPTIONS", "MODULE_OPTIONS", "MOTION_PIPELINE_OPTIONS",
-           "PIPELINE_OPTIONS", "PathIntegrator", "pipeline_options"]
+           "PIPELINE_OPTIONS", "PathIntegrator", "pipeline_options", "program_features"]
 
 #: Pipeline-wide options: 5 payloads (t, primitive, mesh, barycentrics), one GAS traced directly, no exception
 #: checks. Scenes with instanced meshes use :data:`INSTANCED_PIPELINE_OPTIONS`.
@@ -62,6 +63,19 @@ MOTION_PIPELINE_OPTIONS = dataclasses.replace(INSTANCED_PIPELINE_OPTIONS, uses_m
 MODULE_OPTIONS = ModuleOptions(opt_level=CompileOptimizationLevel.LEVEL_3, debug_level=CompileDebugLevel.NONE)
 #: NVRTC with fast math (approximate rsqrt, sincos, pow; flush denormals).
 COMPILE_OPTIONS = CompileOptions(use_fast_math=True)
+
+
+def program_features(scene: DeviceScene, masks: Iterable[int]) -> ProgramFeatures:
+    """What the program of ``scene`` for the variants ``masks`` is compiled for (:mod:`._features`).
+
+    :data:`~optixasync.render._features.GENERIC` unless :func:`~optixasync.render._features.specialize_programs`
+    asks for specialization; a batch's program (a variant with :data:`~._outputs.VARIANT_VIEWS`) stays generic (its
+    worlds and views are not specialized yet).
+    """
+    if not specialize_programs() or any(mask & VARIANT_VIEWS for mask in masks):
+        return GENERIC
+    names = [kind.name for kind, _source, _p in scene.tables.lights.sources]
+    return scene_features(scene.scene, instanced=scene.instanced, light_type_names=names)
 
 
 def pipeline_options(instanced: bool, moving: bool, kinds: list[str]) -> PipelineOptions:
@@ -91,6 +105,8 @@ class PathIntegrator(Integrator):
 
     Attributes
     ----------
+    features : ProgramFeatures
+        What the program was compiled for (:func:`program_features`).
     module : Module
     variants : dict of int to (ProgramGroup, Pipeline, ShaderBindingTable)
         By ``OUTPUT_*`` mask.
@@ -107,15 +123,19 @@ class PathIntegrator(Integrator):
         self.ctx = ctx
         masks = sorted({self.mask_of(v) for v in variants} or {self.mask_of({"image"})})
         kinds = list(dict.fromkeys(k for k in scene.hit_kinds if k != "triangle"))  # the scene's shape kinds
-        source = pathtracer_source(masks, shapes=bool(kinds), motion=scene.moving, custom="custom" in kinds)
+        self.features = program_features(scene, masks)
+        source = pathtracer_source(masks, shapes=bool(kinds), motion=scene.moving, custom="custom" in kinds,
+                                   features=self.features)
         options = pipeline_options(scene.instanced, scene.moving, kinds)
-        self.module = Module(ctx, source.text, pipeline_options=options, module_options=MODULE_OPTIONS,
+        module_options = dataclasses.replace(MODULE_OPTIONS, max_register_count=max_registers())
+        self.module = Module(ctx, source.text, pipeline_options=options, module_options=module_options,
                              compile_options=dataclasses.replace(COMPILE_OPTIONS, include_dirs=source.include_dirs))
         self.miss_radiance = ProgramGroup.miss(ctx, self.module, "__miss__radiance")
         self.miss_shadow = ProgramGroup.miss(ctx, self.module, "__miss__shadow")
-        # The any-hit program runs only on meshes built with any-hit enabled (cut-out materials).
+        # The any-hit program runs only on meshes built with any-hit enabled (cut-out materials); a program
+        # specialized for a scene without them has none.
         self.hit = ProgramGroup.hitgroup(ctx, self.module, closesthit="__closesthit__radiance",
-                                         anyhit="__anyhit__cutout")
+                                         anyhit="__anyhit__cutout" if self.features.any_hit else None)
         self.shape_hits = ShapeHitGroups(ctx, self.module, options, kinds)
         hits = {"triangle": self.hit, **self.shape_hits.groups}
         self.variants: dict[int, tuple[ProgramGroup, Pipeline, ShaderBindingTable]] = {}

@@ -29,9 +29,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .._config import kernels_dir
 from ..scene import BsdfFamily, CustomPrimitiveType, bsdf_families, custom_primitives
+from ._features import GENERIC, ProgramFeatures
 from ._outputs import VARIANT_VIEWS
 from .lights import LightType, light_types
 
@@ -61,19 +63,23 @@ def _include(header: str, dirs: list[str]) -> str:
     return f'#include "{path.name}"'
 
 
-def _switch(count: int, case: str, default: str) -> str:
-    """``case k:`` lines for k = 1 .. count - 1 (``case`` formatted with k) and ``default:`` (family 0)."""
-    lines = [f"        case {k}u: {case.format(k=k)}" for k in range(1, count)]
-    return "\n".join([*lines, f"        default: {default}"])
+def _switch(indices: Sequence[int], case: str) -> str:
+    """``case k:`` lines for the indices but the first (``case`` formatted with k), and ``default:`` for the first."""
+    lines = [f"        case {k}u: {case.format(k=k)}" for k in indices[1:]]
+    return "\n".join([*lines, f"        default: {case.format(k=indices[0])}"])
 
 
-def _bsdf_dispatch(families: Sequence[BsdfFamily]) -> str:
-    n = len(families)
-    members = "\n".join(f"        {f.struct} f{k};" for k, f in enumerate(families))
+def _bsdf_dispatch(families: Sequence[tuple[int, BsdfFamily]]) -> str:
+    """The BSDF union and switches over ``families`` ((registration index, family) pairs; the first is the default:
+    an index outside them takes its branch)."""
+    indices = [k for k, _ in families]
+    first, first_family = families[0]
+    members = "\n".join(f"        {f.struct} f{k};" for k, f in families)
     makes = "\n".join([*(f"        case {k}u: b.f{k} = {f.struct}::make(m, uv, color); break;"
-                          for k, f in enumerate(families) if k > 0),
-                        f"        default: b.type = 0u; b.f0 = {families[0].struct}::make(m, uv, color); break;"])
-    transmits = " || ".join(f"(b.type == {k}u && {f.struct}::kTransmits)" for k, f in enumerate(families))
+                          for k, f in families[1:]),
+                        f"        default: b.type = {first}u; b.f{first} = {first_family.struct}::make(m, uv, color); "
+                        "break;"])
+    transmits = " || ".join(f"(b.type == {k}u && {f.struct}::kTransmits)" for k, f in families)
     return f"""namespace pt {{
 
 struct Bsdf {{
@@ -81,7 +87,7 @@ struct Bsdf {{
     union {{
 {members}
     }};
-    __forceinline__ __device__ Bsdf() : type(0u), f0() {{}}
+    __forceinline__ __device__ Bsdf() : type({first}u), f{first}() {{}}
 }};
 
 __forceinline__ __device__ Bsdf surface_bsdf(const MaterialRecord& m, float2 uv, float3 color) {{
@@ -97,25 +103,25 @@ __forceinline__ __device__ bool bsdf_transmits(const Bsdf& b) {{ return {transmi
 
 __forceinline__ __device__ bool bsdf_is_delta(const Bsdf& b) {{
     switch (b.type) {{
-{_switch(n, "return b.f{k}.is_delta();", "return b.f0.is_delta();")}
+{_switch(indices, "return b.f{k}.is_delta();")}
     }}
 }}
 
 __forceinline__ __device__ BsdfValue bsdf_eval(const Bsdf& b, float3 wo, float3 wi) {{
     switch (b.type) {{
-{_switch(n, "return b.f{k}.eval(wo, wi);", "return b.f0.eval(wo, wi);")}
+{_switch(indices, "return b.f{k}.eval(wo, wi);")}
     }}
 }}
 
 __forceinline__ __device__ float bsdf_pdf(const Bsdf& b, float3 wo, float3 wi) {{
     switch (b.type) {{
-{_switch(n, "return b.f{k}.pdf(wo, wi);", "return b.f0.pdf(wo, wi);")}
+{_switch(indices, "return b.f{k}.pdf(wo, wi);")}
     }}
 }}
 
 __forceinline__ __device__ BsdfSample bsdf_sample(const Bsdf& b, float3 wo, Pcg32& rng) {{
     switch (b.type) {{
-{_switch(n, "return b.f{k}.sample(wo, rng);", "return b.f0.sample(wo, rng);")}
+{_switch(indices, "return b.f{k}.sample(wo, rng);")}
     }}
 }}
 
@@ -124,10 +130,11 @@ __forceinline__ __device__ BsdfSample bsdf_sample(const Bsdf& b, float3 wo, Pcg3
 """
 
 
-def _light_dispatch(types: Sequence[LightType]) -> str:
+def _light_dispatch(types: Sequence[tuple[int, LightType]]) -> str:
+    """The light switches over ``types`` ((registration index, type) pairs; the first is the default)."""
     def cases(call: str) -> str:
-        lines = [f"        case {k}u: return {t.struct}::{call}" for k, t in enumerate(types) if k > 0]
-        return "\n".join([*lines, f"        default: return {types[0].struct}::{call}"])
+        lines = [f"        case {k}u: return {t.struct}::{call}" for k, t in types[1:]]
+        return "\n".join([*lines, f"        default: return {types[0][1].struct}::{call}"])
 
     sample, scale = cases("sample(light, point, rng);"), cases("scale(light, s, bsdf_pdf);")
     return f"""namespace pt {{
@@ -152,7 +159,8 @@ __forceinline__ __device__ float light_scale_of(const LightRecord& light, const 
 def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | None = None,
                       types: Sequence[LightType] | None = None, *, host: bool = False,
                       shapes: bool = False, motion: bool = False, custom: bool = False,
-                      customs: Sequence[CustomPrimitiveType] | None = None) -> ProgramSource:
+                      customs: Sequence[CustomPrimitiveType] | None = None,
+                      features: ProgramFeatures | None = None) -> ProgramSource:
     """The path tracer's source for the output sets ``variants`` (``OUTPUT_*`` bit masks, one raygen each).
 
     A mask with :data:`~optixasync.render._outputs.VARIANT_VIEWS` is a raygen of a batch of views
@@ -165,12 +173,16 @@ def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | 
     spheres or curves (``OA_SHAPES``: their closest-hit programs, and their hit attributes in the integrator);
     ``motion`` for a scene with moving meshes (``OA_MOTION``: motion blur); ``custom`` for a scene with custom
     primitives (``OA_CUSTOM``, which implies ``shapes``: the intersection program and the dispatch over
-    ``customs``, by default the registered custom primitive types).
+    ``customs``, by default the registered custom primitive types). ``features`` (:mod:`._features`) compiles out
+    what a scene does not use: the BSDF families and light types outside its sets (their headers are not included;
+    the indices stay the registration order) and each switch it turns off; None or
+    :data:`~optixasync.render._features.GENERIC` keeps everything.
 
     Raises
     ------
     ValueError
-        On no variant, a variant without the image or radiance, or a descriptor's header that does not exist.
+        On no variant, a variant without the image or radiance, a descriptor's header that does not exist, or features
+    that name no registered family or light type among ``families`` and ``types``.
     """
     families = list(bsdf_families() if families is None else families)
     customs = list(custom_primitives() if customs is None else customs)
@@ -181,23 +193,27 @@ def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | 
     variants = tuple(sorted({int(v) for v in variants}))
     if not variants or not families or not types:
         raise ValueError("the path tracer needs at least one output variant, BSDF family and light type")
+    features = GENERIC if features is None else features
+    used_families = _kept(families, features.families, "BSDF family")
+    used_types = _kept(types, features.light_types, "light type")
     dirs: list[str] = []
-    bsdf_includes = "\n".join(_include(f.header, dirs) for f in families)
-    light_includes = "\n".join(_include(t.header, dirs) for t in types)
+    bsdf_includes = "\n".join(_include(f.header, dirs) for _, f in used_families)
+    light_includes = "\n".join(_include(t.header, dirs) for _, t in used_types)
     text = "\n".join([
         "// Generated by optixasync.render._source: the registered BSDF families and light types, and the output",
         "// sets of the raygen programs, in front of the path tracer's programs.",
         *(["#define OA_SHAPES 1  // the scene has spheres or curves"] if shapes else []),
         *(["#define OA_MOTION 1  // the scene has moving meshes (motion blur)"] if motion else []),
+        *features.defines(),
         '#include "optixasync_device.h"',
         '#include "pathtracer/bsdf_interface.h"',
         '#include "pathtracer/random.h"',
         '#include "pathtracer/records.h"',
         bsdf_includes,
-        _bsdf_dispatch(families),
+        _bsdf_dispatch(used_families),
         '#include "pathtracer/lights.h"',
         light_includes,
-        _light_dispatch(types),
+        _light_dispatch(used_types),
         *([_custom_dispatch(customs, dirs)] if custom else []),
         "#define OA_RAYGEN_VARIANTS(X) " + " ".join(f"X({v})" for v in variants if not v & VARIANT_VIEWS),
         "#define OA_VIEW_VARIANTS(X) " + " ".join(f"X({v})" for v in variants if v & VARIANT_VIEWS),
@@ -206,6 +222,14 @@ def pathtracer_source(variants: Sequence[int], families: Sequence[BsdfFamily] | 
         "",
     ])
     return ProgramSource(text, tuple(dirs), variants)
+
+
+def _kept(items: Sequence[Any], names: frozenset[str] | None, what: str) -> list[tuple[int, Any]]:
+    """(registration index, item) of the ``items`` named in ``names`` (all of them for None)."""
+    kept = [(k, item) for k, item in enumerate(items) if names is None or item.name in names]
+    if not kept:
+        raise ValueError(f"the program's features name no {what} of those given: {sorted(names or ())}")
+    return kept
 
 
 def _custom_dispatch(customs: Sequence[CustomPrimitiveType], dirs: list[str]) -> str:

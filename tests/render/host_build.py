@@ -56,14 +56,15 @@ def build_host_library(source: str, build: Path, *flags: str) -> ctypes.CDLL:
 
 def build_pathtracer_library(build: Path, variants=(0, 1, 15), families=None, types=None, *,
                              shapes: bool = False, motion: bool = False, custom: bool = False,
-                             flags: tuple[str, ...] = ()) -> ctypes.CDLL:
+                             features=None, flags: tuple[str, ...] = ()) -> ctypes.CDLL:
     """The host build of the path tracer's generated program (the registered families and types by default).
 
     ``oa_host_launch(params, triangle counts, mesh count, threads, variant)`` runs the raygen of ``variant`` (an
     ``OUTPUT_*`` mask among ``variants``); it returns -1 for a scene with spheres or curves unless the program was
     built for them (``shapes``: the program a scene with shapes compiles, ``OA_SHAPES``), -2 for a scene with
     moving meshes unless built with ``motion`` (``OA_MOTION``), -3 for custom primitives unless built with
-    ``custom`` (``OA_CUSTOM``, with the registered custom primitive types). ``flags`` go to the compiler
+    ``custom`` (``OA_CUSTOM``, with the registered custom primitive types). ``features`` specializes the program
+    (``optixasync.render._features.ProgramFeatures``; None: the generic one). ``flags`` go to the compiler
     (``-DOA_HOST_NO_BVH``: every ray tests every triangle).
     """
     from optixasync.render._source import pathtracer_source
@@ -71,7 +72,7 @@ def build_pathtracer_library(build: Path, variants=(0, 1, 15), families=None, ty
     build = Path(build)
     build.mkdir(parents=True, exist_ok=True)
     source = pathtracer_source(variants, families, types, host=True, shapes=shapes, motion=motion,
-                               custom=custom)
+                               custom=custom, features=features)
     (build / "program.cu").write_text(source.text)
     lib = build_host_library("pathtracer_host.cpp", build, '-DOA_PROGRAM_SOURCE="program.cu"', *flags,
                              *(f"-I{d}" for d in source.include_dirs), f"-I{build}")
