@@ -8,8 +8,8 @@ part of the project): every ``.gltf`` and ``.glb`` under it is one model, and wh
 variants (``glTF``, ``glTF-Embedded``, ``glTF-Binary``, ...) the first of ``--variants`` that exists is taken. Each
 model is read with :func:`optixasync.scene.read_gltf` (its load time measured, its warnings recorded), made a
 scene (lit by a constant white sky when it has no light, as the command line does) and rendered at ``--size``
-pixels on the GPU, or with ``--cpu`` on the CPU through the host build of the kernel (``tests/render``: needs a
-C++ compiler). ``--generate FOLDER`` writes the project's own small models there first
+pixels on the GPU, or with ``--cpu`` on the CPU device (``RenderPipeline(CpuContext(), scene)``, the kernel's
+host build: needs a C++ compiler). ``--generate FOLDER`` writes the project's own small models there first
 (:func:`optixasync.testing.write_gltf_samples`) and runs on them.
 
 Writes ``contact_sheet.png`` (the renders, labelled, in a grid) and ``conformance.md`` (the table: load time,
@@ -82,37 +82,26 @@ def load(row: Row, light_scale: float) -> Any:
 
 
 class Renderer:
-    """Renders scenes at one size: on the GPU (one context for all), or on the CPU through the host build."""
+    """Renders scenes at one size through a render pipeline: on the GPU, or on the CPU device (the kernel's host
+    build), one context for all."""
 
-    def __init__(self, cpu: bool, size: int, spp: int, build: Path) -> None:
+    def __init__(self, cpu: bool, size: int, spp: int) -> None:
+        import optixasync
         from optixasync.render import RenderOptions
 
         self.cpu, self.spp = cpu, spp
         self.size = size
         self.options = RenderOptions(width=size, height=size, spp=spp, max_depth=6)
-        if cpu:
-            sys.path.insert(0, str(REPO / "tests" / "render"))
-            from host_build import build_pathtracer_library
-
-            self.lib = build_pathtracer_library(build, (1,))
-        else:
-            import optixasync
-
-            self.ctx = optixasync.Context()
+        self.ctx = optixasync.CpuContext() if cpu else optixasync.Context()
 
     def render(self, scene: Any) -> np.ndarray:
-        if self.cpu:
-            from host_build import HostTracer
-
-            return HostTracer(self.lib, scene, self.options).render(self.spp)
         from optixasync.render import RenderPipeline
 
         with RenderPipeline(self.ctx, scene, self.options) as pipeline:
             return pipeline.render(self.spp)
 
     def close(self) -> None:
-        if not self.cpu:
-            self.ctx.close()
+        self.ctx.close()
 
 
 def run(row: Row, renderer: Renderer, light_scale: float) -> None:
@@ -167,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("models", nargs="?", default=None, help="a folder of glTF models (searched recursively)")
     parser.add_argument("--generate", default=None, metavar="FOLDER",
                         help="write the project's own sample models into FOLDER and run on them")
-    parser.add_argument("--cpu", action="store_true", help="render on the CPU through the host build of the kernel")
+    parser.add_argument("--cpu", action="store_true", help="render on the CPU device (the kernel's host build)")
     parser.add_argument("--size", type=int, default=128, metavar="PX", help="render size, square (default 128)")
     parser.add_argument("--spp", type=int, default=16, metavar="N", help="samples per pixel (default 16)")
     parser.add_argument("--columns", type=int, default=6, metavar="N", help="contact sheet columns (default 6)")
@@ -194,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         require_gpu()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    renderer = Renderer(args.cpu, args.size, args.spp, out / ".host_build")
+    renderer = Renderer(args.cpu, args.size, args.spp)
     rows = []
     try:
         for path in models:

@@ -15,10 +15,26 @@
 #   soak        benchmarks/bench_longrun.py (SOAK_BUSY, SOAK_PT frames; SOAK_SIZE)
 #   sanitizer   compute-sanitizer's leak check of examples/hello_triangle.py and a path-tracer still
 # Each part's output goes to OUTDIR/<part>.log; the last lines of each are printed at the end.
+# Exit status: 0 when every part ran and exited 0; 1 when a part failed (or timed out); 2 on bad arguments (no
+# OUTDIR, no PART, an unknown PART: checked before anything runs). -h or --help prints this text.
 set -uo pipefail
-mkdir -p "${1:?usage: gpu_checks.sh OUTDIR PART...}"
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+  "") usage >&2; echo "gpu_checks.sh: error: OUTDIR and at least one PART are needed" >&2; exit 2 ;;
+esac
+[ $# -ge 2 ] || { echo "gpu_checks.sh: error: no PART after OUTDIR $1 (see --help)" >&2; exit 2; }
+for part in "${@:2}"; do
+  case "$part" in
+    doctor|tests|benches|mitsuba|views|soak|sanitizer) ;;
+    *) echo "gpu_checks.sh: error: unknown part '$part' (doctor tests benches mitsuba views soak sanitizer)" >&2
+       exit 2 ;;
+  esac
+done
+mkdir -p "$1" || exit 2
 out=$(cd "$1" && pwd)
 shift
+failed=0
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
@@ -31,6 +47,7 @@ run_part() {  # name, timeout in seconds, command...
   timeout --signal=INT --kill-after=20 "$limit" "$@" >>"$out/$name.log" 2>&1
   local status=$?
   echo "== $name: exit $status after $((SECONDS - start)) s" | tee -a "$out/$name.log"
+  [ "$status" -eq 0 ] || failed=1
 }
 
 bench() {  # tree label, script, arguments...
@@ -61,7 +78,7 @@ for part in "$@"; do
           textures) args=(bench_textures.py --size 2048 --frames 100) ;;
           viewer) args=(bench_viewer.py --gpu --seconds 3) ;;
           denoise) args=(bench_denoise.py --frames 30 --repeats 3) ;;
-          *) echo "unknown benchmark $b" >>"$out/benches.log"; continue ;;
+          *) echo "unknown benchmark $b" | tee -a "$out/benches.log"; failed=1; continue ;;
         esac
         for tree in before after; do
           root=$([ "$tree" = before ] && echo "$BEFORE" || echo "$here")
@@ -77,10 +94,11 @@ for part in "$@"; do
       run_part sanitizer 240 compute-sanitizer --tool memcheck --leak-check full python examples/hello_triangle.py
       run_part sanitizer 300 compute-sanitizer --tool memcheck --leak-check full python examples/path_tracer.py \
         --width 64 --height 64 --spp 4 --out "$out/sanitizer_still.png" ;;
-    *) echo "unknown part $part" | tee -a "$out/unknown.log" ;;
   esac
 done
 for log in "$out"/*.log; do
+  [ -e "$log" ] || continue
   echo "######## $(basename "$log")"
   tail -n 40 "$log"
 done
+exit $failed

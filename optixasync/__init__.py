@@ -9,7 +9,8 @@ Layers, each importing only those before it: the OptiX binding
 (``_optix``), ``cuda`` (device context, streams, events, memory),
 ``program`` (NVRTC, modules, pipelines, SBT), ``accel`` (GAS, IAS),
 ``scheduler`` (frames in flight), ``scene``,
-``render`` (the path tracer); ``diagnostics`` beside them. See
+``render`` (the path tracer); ``diagnostics`` beside them. ``cpu`` (the
+CPU device: :class:`CpuContext`, the kernel's host build) needs no driver. See
 ``docs/architecture.md``.
 """
 
@@ -33,12 +34,15 @@ from .accel import (
     TriangleInput,
     srt_key,
 )
+from .cpu import CpuContext
 from .cuda import Context
 from .errors import (
     AssetPathError,
+    CompilerNotFoundError,
     CudaError,
     DriverNotFoundError,
     FrameAbortedError,
+    HostBuildError,
     LoadLimitError,
     MissingExtraError,
     NvrtcError,
@@ -66,7 +70,9 @@ __all__ = [
     "BuildFlags",
     "BuiltinModule",
     "CompileOptions",
+    "CompilerNotFoundError",
     "Context",
+    "CpuContext",
     "CudaError",
     "CurveInput",
     "CustomInput",
@@ -77,6 +83,7 @@ __all__ = [
     "FrameHandle",
     "FrameResult",
     "FrameScheduler",
+    "HostBuildError",
     "GeometryAccel",
     "Instance",
     "InstanceAccel",

@@ -3,14 +3,14 @@
 One class per library the package talks to (OptiX, CUDA, NVRTC), each
 carrying the numeric status, its symbolic name and any log text the library
 returned, plus the package's own conditions (a missing driver, a missing
-optional package, an aborted frame, a full result queue, a lost worker or
+optional package, no C++ compiler for the CPU device, an aborted frame, a full result queue, a lost worker or
 scheduler, an asset that breaks a loading limit or names a file outside its
 folder). All of them pickle, so they survive ``concurrent.futures`` process
 pools and Dask.
 
 The command line, the examples and the benchmarks turn exceptions into exit
 statuses by one rule, :func:`exit_status`: 0 done, 1 this machine cannot do
-it (no driver, no GPU, a missing extra, a GPU failure), 2 bad input, 130
+it (no driver, no GPU, a missing extra, no C++ compiler, a GPU failure), 2 bad input, 130
 interrupted.
 """
 
@@ -28,6 +28,8 @@ __all__ = [
     "CudaError",
     "NvrtcError",
     "DriverNotFoundError",
+    "CompilerNotFoundError",
+    "HostBuildError",
     "MissingExtraError",
     "FrameAbortedError",
     "GraphCaptureError",
@@ -47,6 +49,21 @@ class OptixAsyncError(RuntimeError):
 
 class DriverNotFoundError(OptixAsyncError):
     """The NVIDIA driver (``libcuda`` / ``libnvoptix``) could not be loaded."""
+
+
+class CompilerNotFoundError(OptixAsyncError):
+    """The CPU device needs a C++17 compiler (``$CXX``, ``c++``, ``g++`` or ``clang++``) and none was found."""
+
+
+class HostBuildError(OptixAsyncError):
+    """The host C++ compiler failed to build the kernel for the CPU device; ``log`` holds its messages."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        self.log = log
+        super().__init__(message + (f"\n--- log ---\n{log.rstrip()}" if log else ""))
+
+    def __reduce__(self):
+        return (type(self), (str(self).split("\n--- log ---\n")[0], self.log))
 
 
 class MissingExtraError(OptixAsyncError, ImportError):
@@ -334,7 +351,8 @@ def exit_status(exc: BaseException) -> int | None:
     """The exit status ``exc`` stands for on the command line, or None for a bug (its traceback is kept).
 
     * :data:`EXIT_INTERRUPTED`: ``KeyboardInterrupt``;
-    * :data:`EXIT_UNAVAILABLE`: :class:`MissingExtraError`, :class:`DriverNotFoundError`, a
+    * :data:`EXIT_UNAVAILABLE`: :class:`MissingExtraError`, :class:`DriverNotFoundError`,
+      :class:`CompilerNotFoundError`, a
       ``ModuleNotFoundError`` of a package outside optixasync (an optional package that is not installed),
       and the other :class:`OptixAsyncError` (CUDA, OptiX and NVRTC failures);
     * :data:`EXIT_BAD_INPUT`: ``ValueError``, ``TypeError`` and ``OSError`` (a file that cannot be read or
@@ -342,7 +360,7 @@ def exit_status(exc: BaseException) -> int | None:
     """
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED
-    if isinstance(exc, (MissingExtraError, DriverNotFoundError)):
+    if isinstance(exc, (MissingExtraError, DriverNotFoundError, CompilerNotFoundError)):
         return EXIT_UNAVAILABLE
     if isinstance(exc, ModuleNotFoundError):
         return EXIT_UNAVAILABLE if (exc.name or "optixasync").split(".")[0] != "optixasync" else None

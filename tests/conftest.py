@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             reason = reason or gpu_unavailable_reason() or ""
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"GPU test skipped: {reason}"))
+
+
+#: Where the skip summary says a folded skip comes from: the suite, not each file.
+TESTS = Path(__file__).resolve().parent
+
+
+def one_line_per_reason(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Make a skip report count under its reason alone: ``-rs`` then prints one line per reason (with its count)
+    instead of one per file and line, so the no-driver reason of the GPU tests is one line, not one per file."""
+    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        report.longrepr = (str(TESTS), None, report.longrepr[2])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    one_line_per_reason(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    outcome = yield
+    one_line_per_reason(outcome.get_result())
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -20,6 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "optixasync"
 #: The layers, bottom first, and the top-level names of ``optixasync`` in each.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("errors", "_exit", "_config", "validation", "_structs", "_version", "_warnings", "io")),
+    ("cpu", ("cpu",)),
     ("binding", ("_optix", "_driver")),
     ("cuda", ("cuda",)),
     ("program", ("program",)),

@@ -40,6 +40,7 @@ def test_the_wheel_is_the_one_the_install_page_names(wheel: Path) -> None:
 @pytest.mark.parametrize("path", [
     "optixasync/kernels/pathtracer.cu",
     "optixasync/kernels/optixasync_device.h",
+    "optixasync/kernels/host/pathtracer_host.cpp",
     "optixasync/py.typed",
 ])
 def test_wheel_contains(wheel_files: set[str], path: str) -> None:

@@ -23,8 +23,10 @@ from ..errors import EXIT_OK, EXIT_UNAVAILABLE
 __all__ = ["WITHOUT_A_GPU", "add_parser", "describe_abis", "describe_properties", "doctor", "run"]
 
 _PROG = "optixasync doctor"
-#: What doctor says works on a machine without a usable NVIDIA GPU (the renderer needs one).
-WITHOUT_A_GPU = ("the renderer needs an NVIDIA GPU; without one these work: the viewer and the notebook widget "
+#: What doctor says works on a machine without a usable NVIDIA GPU (the OptiX renderer needs one).
+WITHOUT_A_GPU = ("the OptiX renderer needs an NVIDIA GPU; without one these work: the CPU device, the same kernel "
+                 "built by a C++ compiler (optixasync render --device cpu, optixasync view --cpu --scene X, "
+                 "RenderPipeline(CpuContext(), scene)), the viewer and the notebook widget "
                  "with the CPU source (optixasync view --cpu), the CPU denoiser (Denoiser(device='cpu'), the "
                  "denoise extra), building and loading scenes (optixasync.scene), and the Mitsuba 3 converter "
                  "(optixasync.testing.mitsuba_scene_dict)")

@@ -11,6 +11,10 @@ Three modes:
   any other scene) with ``--frames-in-flight`` slots, one numbered PNG per
   frame, encoded on worker threads and written atomically.
 
+``--device cpu`` renders a still or a progressive still with the same kernel
+built for the CPU (:class:`~optixasync.CpuContext`, ``--threads``), through
+:mod:`._render_cpu`; without a C++ compiler it exits with status 1.
+
 ``--denoise`` denoises with Open Image Denoise on the frame stream, guided by
 the first hit's albedo and normal. ``--gpus`` and ``--scheduler`` spread the
 render over several GPUs (:mod:`._render_multi`).
@@ -67,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     frames.add_argument("--spp-per-frame", type=int, default=16, metavar="N", help="samples per pixel per frame (default 16)")
     frames.add_argument("--dt", type=float, default=1 / 30, metavar="S", help="animation time step in seconds (default 1/30)")
     frames.add_argument("--quiet", action="store_true", help="no progress bar")
+    device = parser.add_argument_group("device")
+    device.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
+                        help="gpu (OptiX, the default) or cpu: the same kernel built for this machine's CPU by its "
+                             "C++ compiler (a still or --progressive; no GPU, driver or CuPy needed)")
+    device.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="threads of --device cpu (default: the CPUs this process may run on)")
     multi = parser.add_argument_group("several GPUs (a still is split by samples, --frames by frames)")
     multi.add_argument("--gpus", default=None, metavar="all|0,1",
                        help="render on these GPUs of this machine, one worker thread each")
@@ -97,6 +107,10 @@ def _run(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     # reads the files on the CPU: their errors are input errors
     scene, animation = build_scene(plan.scene, _PROG, frames=plan.mode == "frames")
+    if plan.device == "cpu":
+        from ._render_cpu import run_cpu
+
+        return run_cpu(plan, scene)
     backend = multi_backend(plan)  # an unknown GPU or a missing Dask: before any GPU work
     if backend is not None:
         with contextlib.closing(backend):

@@ -16,7 +16,7 @@ from typing import Any
 
 from ._scene import SceneChoice, choose_scene
 
-__all__ = ["RenderPlan", "check_multi", "frame_update", "plan_from_args", "render_options"]
+__all__ = ["RenderPlan", "check_device", "check_multi", "frame_update", "plan_from_args", "render_options"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,10 @@ class RenderPlan:
         ``--gpus``: ``all`` or device numbers; the render goes to :mod:`optixasync.multi`.
     scheduler : str or None
         ``--scheduler``: a Dask scheduler's address; the render goes to its workers.
+    device : str
+        ``--device``: ``"gpu"`` (OptiX) or ``"cpu"`` (the kernel's host build, :class:`~optixasync.CpuContext`).
+    threads : int or None
+        ``--threads`` of the CPU device (None: the CPUs this process may run on).
     """
 
     scene: SceneChoice
@@ -57,6 +61,8 @@ class RenderPlan:
     denoise: bool = False
     gpus: str | None = None
     scheduler: str | None = None
+    device: str = "gpu"
+    threads: int | None = None
 
     @property
     def frame_spp(self) -> int:
@@ -89,13 +95,15 @@ def plan_from_args(args: argparse.Namespace) -> RenderPlan:
     scene = choose_scene(args, "cloth" if mode == "frames" else "cornell_box")
     gpus, scheduler = args.gpus, args.scheduler
     check_multi(gpus, scheduler, mode, bool(args.denoise))
+    device, threads = check_device(args.device, args.threads, mode, bool(args.denoise), gpus, scheduler)
     out = _check_out(args.out, mode, scene.stem)
     count = {"still": 0, "progressive": args.progressive, "frames": args.frames}[mode]
     return RenderPlan(
         scene=scene, mode=mode, out=out, count=int(count or 0), width=args.width, height=args.height, spp=args.spp,
         max_depth=args.max_depth, samples_per_launch=args.samples_per_launch, seed=args.seed,
         frames_in_flight=args.frames_in_flight, spp_per_frame=args.spp_per_frame, dt=float(args.dt),
-        quiet=bool(args.quiet), denoise=bool(args.denoise), gpus=gpus, scheduler=scheduler,
+        quiet=bool(args.quiet), denoise=bool(args.denoise), gpus=gpus, scheduler=scheduler, device=device,
+        threads=threads,
     )
 
 
@@ -116,6 +124,31 @@ def _check_out(out: str | None, mode: str, stem: str) -> Path:
     if path.is_dir():
         raise ValueError(f"--out: {str(path)!r} is a folder, not a file")
     return path
+
+
+def check_device(device: str, threads: int | None, mode: str, denoise: bool, gpus: str | None,
+                 scheduler: str | None) -> tuple[str, int | None]:
+    """``--device`` and ``--threads``: what the CPU device renders (a still or a progressive still), checked."""
+    if device not in ("gpu", "cpu"):
+        raise ValueError(f"--device must be gpu or cpu, got {device!r}")
+    if device == "gpu":
+        if threads is not None:
+            raise ValueError("--threads sets the CPU device's threads: use it with --device cpu")
+        return device, None
+    if threads is not None:
+        from optixasync.validation import as_int
+
+        from ..cpu._context import MAX_THREADS
+
+        try:
+            threads = as_int("--threads", threads, 1, MAX_THREADS)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(str(exc)) from None
+    for flag, used in (("--frames", mode == "frames"), ("--denoise", denoise), ("--gpus", gpus is not None),
+                       ("--scheduler", scheduler is not None)):
+        if used:
+            raise ValueError(f"--device cpu renders a still or --progressive frames; {flag} needs the GPU")
+    return device, threads
 
 
 def check_multi(gpus: str | None, scheduler: str | None, mode: str, denoise: bool) -> None:

@@ -34,8 +34,9 @@ MAX_CELLS = 4096
 def add_scene_arguments(parser: argparse.ArgumentParser, *, cloth: bool = True) -> None:
     """Add ``--scene``, ``--env``, ``--env-scale`` (and ``--cells`` for the cloth) to ``parser``."""
     group = parser.add_argument_group("scene")
+    cloth_text = "cloth (the default with --frames)" if cloth else "cloth (the cloth at rest)"
     group.add_argument("--scene", default=None, metavar="NAME|PATH",
-                       help="cornell_box (the default), cloth (the default with --frames), materials (a sphere per "
+                       help=f"cornell_box (the default), {cloth_text}, materials (a sphere per "
                             "BSDF under a sky), a scene file with its materials, lights and camera (.gltf .glb; "
                             ".obj with its .mtl; .usd .usda .usdc .usdz, needs the usd extra), or a mesh file (.ply .stl, needs the mesh "
                             "extra) placed on the floor of the Cornell box")

@@ -2,8 +2,10 @@
 
 The GPU source path-traces the scene ``--scene`` and ``--env`` name, built by
 the same resolver as ``optixasync render`` (so a glTF asset shows with its
-materials, camera and sky); ``--cpu`` serves the NumPy renderer, which needs
-no GPU. This module imports nothing heavy at import time (no aiohttp, no
+materials, camera and sky); ``--cpu`` serves it from the CPU device (the same
+kernel built for the CPU by its C++ compiler, ``--threads``), and ``--cpu``
+without ``--scene`` or ``--env`` the NumPy demo renderer, which needs neither
+a GPU nor a compiler. This module imports nothing heavy at import time (no aiohttp, no
 CuPy), so ``optixasync --help`` works anywhere. Problems give one line on
 stderr and the CLI's exit status: 2 for bad input (sizes, port, files), 1
 when the machine cannot run it (aiohttp missing, no GPU or driver, a port
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 
 from .._exit import fail, run_command
@@ -41,9 +42,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     add_scene_arguments(parser, cloth=False)
     parser.add_argument("--width", type=int, default=None, metavar="PX",
-                        help="starting image width (default: the source's; 480 with --cpu)")
+                        help="starting image width in pixels (default 960; with --cpu 480, with --cpu --scene 320)")
     parser.add_argument("--height", type=int, default=None, metavar="PX",
-                        help="starting image height (default: the source's; 270 with --cpu)")
+                        help="starting image height in pixels (default 540; with --cpu 270, with --cpu --scene "
+                             "180)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1; any other is reachable from the network and needs "
                              "--allow-host or the token of the URL it prints)")
@@ -54,7 +56,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         help="the token every request must carry (?token=, at least 16 URL-safe characters); "
                              "default: a random one when bound beyond loopback without --allow-host")
     parser.add_argument("--port", type=int, default=8765, metavar="P", help="port to bind (default 8765; 0: any free)")
-    parser.add_argument("--cpu", action="store_true", help="render on the CPU with NumPy (no GPU needed)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="render on the CPU, no GPU needed: --scene/--env through the CPU device (the same "
+                             "kernel, built by the C++ compiler), or without them the NumPy demo scene")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="threads of the CPU device with --cpu --scene (default: the CPUs this process may use)")
     parser.add_argument("--quality", type=int, default=80, metavar="Q", help="JPEG quality, 10-95 (default 80)")
     parser.add_argument("--encoders", type=int, default=2, metavar="N", help="JPEG encoder threads (default 2)")
     parser.add_argument("--max-fps", type=float, default=None, metavar="F",
@@ -69,7 +75,12 @@ def _check(args: argparse.Namespace) -> None:
     for name in ("width", "height"):
         value = getattr(args, name)
         if value is not None and value < 1:
-            raise ValueError(f"--{name} must be at least 1, got {value}")
+            raise ValueError(f"--{name} must be a positive integer, got {value}")
+    if args.threads is not None:
+        if not (args.cpu and (args.scene or args.env)):
+            raise ValueError("--threads sets the CPU device's threads: use it with --cpu --scene")
+        if not 1 <= args.threads <= 1024:
+            raise ValueError(f"--threads must be in 1..1024, got {args.threads}")
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be in 0..65535, got {args.port}")
     if not 10 <= args.quality <= 95:
@@ -100,12 +111,12 @@ def _serve(args: argparse.Namespace) -> int:
         import aiohttp  # noqa: F401
     except ImportError as exc:
         raise MissingExtraError("the viewer", "aiohttp", "viewer") from exc
-    from ..viewer import CpuFrameSource, PathTracerSource, Viewer
+    from ..viewer import CpuDeviceSource, CpuFrameSource, PathTracerSource, Viewer
 
-    if args.cpu:
-        if args.scene or args.env:
-            print(f"{_PROG}: --scene and --env are ignored with --cpu (the CPU renderer has one built-in scene)",
-                  file=sys.stderr)
+    if args.cpu and (args.scene or args.env):  # the scene through the CPU device: a compiler is needed (exit 1)
+        scene, _cloth = build_scene(choose_scene(args), _PROG)
+        source = CpuDeviceSource(scene, args.width or 320, args.height or 180, threads=args.threads)
+    elif args.cpu:
         source = CpuFrameSource(args.width or 480, args.height or 270)
     else:
         scene, _cloth = build_scene(choose_scene(args), _PROG)  # a bad file is bad input, before any GPU work

@@ -104,12 +104,20 @@ class LocalGPUs:
     ------
     ValueError
         On an unknown device or a malformed list (before any thread starts).
+    DriverNotFoundError
+        When no CUDA device is visible (no driver, or a driver without a GPU): this machine cannot, whatever
+        ``gpus`` says.
     """
 
     def __init__(self, gpus: Any = "all") -> None:
         from .._driver import device_count
+        from ..errors import DriverNotFoundError
 
-        self._start(parse_gpus(gpus, device_count()))
+        available = device_count()
+        if available == 0:
+            raise DriverNotFoundError("no CUDA device is visible (no NVIDIA driver, or none of its GPUs is visible to "
+                                      "this process): several GPUs need at least one")
+        self._start(parse_gpus(gpus, available))
 
     @classmethod
     def _unchecked(cls, devices: Sequence[int]) -> LocalGPUs:

@@ -82,7 +82,10 @@ class RenderPipeline(BatchFrames, StillFrames):
 
     Parameters
     ----------
-    ctx : Context
+    ctx : Context or CpuContext
+        The GPU's context, or the CPU device's (:class:`~optixasync.cpu.CpuContext`: the pipeline is then a
+        ``CpuRenderPipeline``, which runs the kernel's host build and serves stills and progressive frames;
+        see ``optixasync.render._cpu_pipeline``).
     scene : Scene
         Checked and read at creation: later changes to its meshes are not seen (move dynamic meshes through
         :meth:`vertices` and :meth:`refit`).
@@ -138,13 +141,22 @@ class RenderPipeline(BatchFrames, StillFrames):
         batch, more threads than a launch holds, more instances than a structure holds), before any GPU work.
     """
 
+    def __new__(cls, ctx: Any = None, *args: Any, **kwargs: Any) -> Any:
+        from ..cpu import CpuContext
+
+        if isinstance(ctx, CpuContext):  # the CPU device's pipeline: made here, its one door
+            from ._cpu_pipeline import CpuRenderPipeline
+
+            return CpuRenderPipeline(ctx, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, ctx: Context, scene: Scene, options: RenderOptions | dict | None = None, *,
                  integrator: str = "path", outputs: str | Sequence[str] = ("image",), stages: Iterable[Stage] = (),
                  readback: Any = DEFAULT, frames_in_flight: int = 2,
                  scheduler_options: SchedulerOptions | dict | None = None, stream: Any = None,
                  graphs: bool = False, views: Views | None = None, worlds: Worlds | None = None) -> None:
         if not isinstance(ctx, Context):
-            raise TypeError(f"ctx must be an optixasync.Context, got {type(ctx).__name__}")
+            raise TypeError(f"ctx must be an optixasync.Context (or CpuContext), got {type(ctx).__name__}")
         ctx.require_open()
         # Everything that can be wrong with the input is checked before the first GPU call.
         self._options = coerce_options(RenderOptions, options)

@@ -68,7 +68,8 @@ def check_mesh_path(path: str | Path) -> Path:
         shown = path.suffix or "no suffix"
         raise ValueError(f"unsupported mesh format {shown!r} for {str(path)!r}: use one of {', '.join(MESH_SUFFIXES)}")
     if not path.exists():
-        raise ValueError(f"mesh file not found: {str(path)!r}")
+        kind = "glTF file" if path.suffix.lower() in (".gltf", ".glb") else "mesh file"
+        raise ValueError(f"{kind} not found: {str(path)!r}")
     if not path.is_file():
         raise ValueError(f"not a file: {str(path)!r}")
     return path

@@ -35,6 +35,7 @@ from ._camera import KEYS, CameraPose, OrbitCamera
 from ._capture import Capture, LinearImageSource
 from ._clip import ClipRecorder
 from ._cpu import CpuFrameSource, CpuRenderer
+from ._cpu_device import CpuDeviceSource
 from ._encode import JpegEncoder
 from ._gpu import PathTracerSource
 from ._path import CameraPath, PathPlayer, PathRecorder
@@ -54,6 +55,7 @@ __all__ = [
     "CameraPose",
     "Capture",
     "ClipRecorder",
+    "CpuDeviceSource",
     "CpuFrameSource",
     "CpuRenderer",
     "FrameMeta",

@@ -239,8 +239,15 @@ class PathPlayer:
         self._state, self.path, self._speed, self._loop, self._period = state, path, speed, loop, 1.0 / rate
         self._stop = threading.Event()
         self.poses_set = 0
-        self._thread = threading.Thread(target=self._run, name="optixasync-path-player", daemon=True)
+        self._thread = threading.Thread(target=self._play, name="optixasync-path-player", daemon=True)
+        state.path_playing(True)
         self._thread.start()
+
+    def _play(self) -> None:
+        try:
+            self._run()
+        finally:
+            self._state.path_playing(False)  # the frames after this say so: the page's button reads "play path"
 
     def _set(self, pose: CameraPose) -> None:
         self._state.move_camera("look_at", pose.eye, pose.target, pose.up, pose.fov)

@@ -75,6 +75,7 @@ class FramePump:
     def __init__(self, state: ViewerState, mailbox: FrameMailbox, encoder: JpegEncoder, encoders: int = 2,
                  max_unacked: int = 2, max_fps: float | None = None, commands: CommandHandler | None = None) -> None:
         self.state = state
+        state.set_watched(False)  # until a view connects and has room (a source renders its first frames anyway)
         self.mailbox = mailbox
         self.encoder = encoder
         self.encoders = max(1, int(encoders))
@@ -181,6 +182,7 @@ class FramePump:
         loop, wake = self._loop, self._wake
         while True:
             wake.clear()
+            self.state.set_watched(self._demand() > 0)  # a closed tab takes no frame: the render loops pause
             if self._in_flight < min(self._demand(), self.encoders):
                 delay = self._next_start - loop.time()
                 if delay > 0:
@@ -231,6 +233,7 @@ class FramePump:
             "viewer": {"published": stats["published"], "dropped": stats["dropped"], "clients": stats["clients"],
                        "encode_ms": round(stats["encode_ms"] or 0.0, 3), "encoder": stats["encoder"]},
             "settings": self.state.snapshot().settings.as_dict(),
+            "play": dict(zip(("id", "playing"), self.state.play, strict=True)),
         }
         return EncodedFrame(frame.seq, int(meta.camera_id), frame_payload(header, data))
 

@@ -36,7 +36,7 @@ from ._camera import CameraPose
 from ._state import Settings, ViewerState, ViewState
 
 __all__ = ["CallbackFrameSource", "FrameMeta", "FrameSink", "FrameSource", "NullSink", "RenderLoop", "SourceThread",
-           "check_image"]
+           "IDLE_AFTER_S", "check_image"]
 
 
 @dataclass(frozen=True)
@@ -207,11 +207,18 @@ class SourceThread:
         return self._thread is not None and self._thread.is_alive()
 
 
+#: Seconds without a view that has room for a frame after which a render loop pauses (two frames unacknowledged
+#: for that long, or no view at all).
+IDLE_AFTER_S = 1.0
+
+
 class RenderLoop(SourceThread):
     """Base of sources whose loop renders one frame per iteration: owns the thread, frame ids and fps.
 
     Subclasses implement :meth:`render`; a ``render`` that returns None (a converged image) makes the
-    loop wait for a change of state instead of rendering again.
+    loop wait for a change of state instead of rendering again. The loop also waits, rendering nothing,
+    while no view has had room for a frame for ``idle_after`` seconds (a closed tab, a page that stopped
+    acknowledging): ``ViewerState.unwatched_for``, which the viewer's pump keeps; a bare sink never pauses it.
 
     Parameters
     ----------
@@ -219,12 +226,18 @@ class RenderLoop(SourceThread):
         Most frames per second (None: as fast as it renders).
     name : str
         The thread's name.
+    idle_after : float
+        Seconds without a view that has room for a frame after which the loop pauses (default
+        :data:`IDLE_AFTER_S`).
     """
 
-    def __init__(self, fps_limit: float | None = None, name: str = "optixasync-render") -> None:
+    def __init__(self, fps_limit: float | None = None, name: str = "optixasync-render",
+                 idle_after: float | None = None) -> None:
         super().__init__(name)
+        self.idle_after = IDLE_AFTER_S if idle_after is None else float(idle_after)
         self._fps_limit = fps_limit
         self.loops = 0
+        self.paused = False  # whether the loop waits because no view has room for a frame
         self.fps = 0.0
         self.error: BaseException | None = None
         self.last_state: ViewState | None = None
@@ -247,6 +260,11 @@ class RenderLoop(SourceThread):
             while not self._stop.is_set():
                 view = sink.state.snapshot()
                 self.last_state = view
+                if sink.state.unwatched_for() > self.idle_after:  # nobody is looking: render nothing
+                    self.paused = True
+                    sink.state.wait_for_change(view.version, timeout=0.05)
+                    continue
+                self.paused = False
                 result = self.render(view)
                 if result is None:  # nothing new to show: sleep until the state changes
                     sink.state.wait_for_change(view.version, timeout=0.05)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import threading
+import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -146,6 +147,32 @@ class ViewerState:
         settings = settings or Settings()
         settings = clamp_settings(settings, settings.as_dict())  # every field checked and clamped
         self._snapshot = ViewState(1, self._camera.pose(), settings)
+        self._unwatched_since: float | None = None  # None: a view has room for a frame, or no pump tracks views
+        self._play = (0, False)  # (number of camera paths started, whether the last one still plays)
+
+    # -- camera paths (the page's play button follows them) -----------------------------------------------------
+    def path_playing(self, playing: bool) -> None:
+        """A camera path starts moving the camera (True: it gets the next number) or has ended (False)."""
+        number = self._play[0]
+        self._play = (number + 1, True) if playing else (number, False)
+
+    @property
+    def play(self) -> tuple[int, bool]:
+        """(paths started so far, whether the last one still plays): frames carry it, so the page knows it ended."""
+        return self._play
+
+    # -- whether anyone is looking (the pump says; render loops pause when nobody has been for a while) ------------
+    def set_watched(self, watched: bool) -> None:
+        """Record whether a view (a browser tab, a notebook output) has room for a frame now (the pump calls it)."""
+        if watched:
+            self._unwatched_since = None
+        elif self._unwatched_since is None:
+            self._unwatched_since = time.monotonic()
+
+    def unwatched_for(self) -> float:
+        """Seconds since the last view had room for a frame (0 while one has, or without a pump: a bare sink)."""
+        since = self._unwatched_since
+        return 0.0 if since is None else time.monotonic() - since
 
     def snapshot(self) -> ViewState:
         """The current state; never blocks (one attribute read)."""

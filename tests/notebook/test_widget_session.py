@@ -131,3 +131,46 @@ def test_without_anywidget_the_widget_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "optixasync.notebook._widget", raising=False)
     with pytest.raises(MissingExtraError, match=r"pip install 'optixasync\[notebook\]'"):
         notebook.ViewerWidget  # noqa: B018
+
+
+def test_the_cpu_source_stops_rendering_when_the_view_takes_no_frame(tmp_path):
+    """A closed tab acknowledges nothing: after two frames its view has no room, and the render loop pauses
+    (it renders no frame while paused); an acknowledgement resumes it."""
+    page = Page()
+    source = CpuFrameSource(48, 32, max_samples=10**9)
+    source.idle_after = 0.0  # pause as soon as no view has room
+    session = WidgetSession(page.send, source, directory=tmp_path)
+    try:
+        wait_until(lambda: source.paused, what="the loop to pause before any view connects")
+        session.on_message({"kind": "connect"})
+        wait_until(lambda: len(page.frames) == 2, what="two frames")
+        wait_until(lambda: source.paused, what="the loop to pause with two frames unacknowledged")
+        loops = source.loops
+        time.sleep(0.3)
+        assert source.paused and source.loops == loops  # a paused loop renders nothing
+        send_input(session, {"type": "ack", "seq": page.frames[-1]["seq"]})
+        wait_until(lambda: source.loops > loops, what="the loop to render again after an acknowledgement")
+    finally:
+        session.close()
+
+
+def test_frames_say_when_a_camera_path_has_ended(session):
+    """The page's "play path" button follows the frames' ``play`` field: the path's number, and whether it
+    still plays; a short path ends, and the frames after say so."""
+    from optixasync.viewer import CameraPath
+
+    page = session.page
+    session.on_message({"kind": "connect"})
+    wait_until(lambda: len(page.frames) >= 1, what="a frame")
+    assert page.frames[-1]["play"] == {"id": 0, "playing": False}
+    pose = session.state.snapshot().camera
+    moved = type(pose)(tuple(c + 0.5 for c in pose.eye), pose.target, pose.up, pose.fov)
+    player = session.capture.play_path(CameraPath([(0.0, pose), (0.1, moved)]))
+    assert player.wait(10.0)
+    assert session.state.play == (1, False)
+
+    def ended() -> bool:
+        send_input(session, {"type": "ack", "seq": page.frames[-1]["seq"]})
+        return page.frames[-1]["play"] == {"id": 1, "playing": False}
+
+    wait_until(ended, what="a frame saying that the path ended")

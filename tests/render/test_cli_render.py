@@ -107,6 +107,8 @@ def test_example_help_without_cupy(no_cupy, tmp_path):
 BAD_INPUT = [
     (["--scene", "nonexistent"], "unknown scene 'nonexistent'"),
     (["--scene", "{tmp}/missing.obj"], "mesh file not found"),
+    (["--scene", "{tmp}/missing.gltf"], "glTF file not found"),
+    (["--scene", "{tmp}/missing.glb"], "glTF file not found"),
     (["--scene", "{fbx}"], "unsupported mesh format '.fbx'"),
     (["--scene", "{empty}"], "contains no faces"),
     (["--out", "image.jpg"], "unsupported image format '.jpg'"),
@@ -143,7 +145,6 @@ BAD_INPUT = [
     (["--gpus", "0", "--progressive", "3"], "not --progressive"),
     (["--scheduler", "tcp://host:8786", "--denoise"], "does not denoise"),
     (["--scheduler", " "], "needs an address"),
-    (["--gpus", "7"], "there is no GPU 7"),
 ]
 
 
@@ -166,7 +167,25 @@ def test_bad_input_in_process(args, message, tmp_path, mesh_files, monkeypatch, 
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in mesh_files.values())  # no output
 
 
-@pytest.mark.parametrize(("args", "message"), [BAD_INPUT[i] for i in (0, 2, 3, 4, 6)])
+def test_an_unknown_gpu_is_bad_input_and_no_gpu_at_all_is_a_machine_that_cannot(tmp_path, monkeypatch, capsys):
+    """``--gpus 7`` on a machine with two GPUs names one that is not there (2); with none visible, ``--gpus all``
+    and ``--gpus 0`` cannot run here, as every other no-driver case (1)."""
+    import optixasync._driver as driver
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(driver, "device_count", lambda: 2)
+    assert cli.main(["render", "--gpus", "7", "--quiet"]) == 2
+    assert "there is no GPU 7: 2 visible" in capsys.readouterr().err
+    monkeypatch.setattr(driver, "device_count", lambda: 0)
+    for gpus in ("all", "0"):
+        assert cli.main(["render", "--gpus", gpus, "--quiet"]) == 1
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and "no CUDA device is visible" in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("args", "message"), [BAD_INPUT[i] for i in (0, 2, 4, 5, 6, 8)])
 def test_bad_input_subprocess(args, message, tmp_path, mesh_files, no_cupy):
     result = run_render(_fill(args, tmp_path, mesh_files), tmp_path, no_cupy)
     assert result.returncode == 2, result.stdout + result.stderr

@@ -143,6 +143,10 @@ function mountViewer(root, transport, options = {}) {
     stats.denoise = !!(header.stats && header.stats.denoise);
     stats.header = header;
     syncControls(header.settings);
+    if (header.play) { // a path that ended: the button goes back to "play path"
+      lastPlayId = header.play.id;
+      if (capture.play && header.play.id > playAwait && !header.play.playing) setToggle("play", false);
+    }
     drawOverlay(now);
   }
 
@@ -196,6 +200,8 @@ function mountViewer(root, transport, options = {}) {
   // -- replies to capture commands ---------------------------------------------------------------------
 
   const capture = { clip: false, path: false, play: false };
+  let lastPlayId = 0; // the paths started, as the newest frame says
+  let playAwait = 0; // the paths started before the last click on "play path"
   const labels = { clip: ["record clip", "stop clip"], path: ["record path", "stop path"], play: ["play path", "stop playing"] };
   const buttons = { clip: find("record-clip"), path: find("record-path"), play: find("play-path") };
 
@@ -327,6 +333,7 @@ function mountViewer(root, transport, options = {}) {
     });
   }
   buttons.play.addEventListener("click", () => {
+    if (!capture.play) playAwait = lastPlayId;
     setToggle("play", !capture.play);
     command({ type: "play", on: capture.play }, "play");
   });

@@ -1,23 +1,26 @@
-// A host (CPU) build of kernels/pathtracer.cu, for tests on machines without a GPU.
+// A host (CPU) build of kernels/pathtracer.cu: the CPU device (optixasync.cpu) and the host-build tests.
 //
 // The kernel source and its headers (kernels/pathtracer/*.h) are compiled unchanged by a C++ compiler. This
 // file supplies what NVRTC and OptiX would: the CUDA vector types and intrinsics the kernel uses (plain C++
 // versions, in cuda_host_shims.h, shared with the BSDF harness), and the `oa::` device interface, whose trace()
-// intersects every triangle of the scene (Moller-Trumbore in double precision, closest hit or first hit), and in
-// a program built with OA_SHAPES every sphere and curve segment of its shape records (shape_intersect.h), with
-// OA_MOTION moving meshes where their keys put them at the ray's time (motion_host.h), and
+// intersects the scene's triangles (Moller-Trumbore in double precision, closest hit or first hit, the static
+// meshes through the hierarchy of triangle_bvh.h), and in a program built with OA_SHAPES every sphere and curve
+// segment of its shape records (shape_intersect.h), with OA_MOTION moving meshes where their keys put them at the
+// ray's time (motion_host.h), and
 // runs the kernel's own closest-hit and miss programs with the same semantics as OptiX: payload registers in and
 // out, the miss program picked by `miss_index`, no closest-hit program when RAY_FLAG_DISABLE_CLOSESTHIT is set.
-// The test copies the kernels folder into its build folder with an empty "optixasync_device.h", so that the
-// kernel's own includes of it resolve to nothing, and compiles this file with -I on that copy. Whatever a header
-// uses from CUDA must be defined in cuda_host_shims.h, which comes before the #include of the kernel.
+// The build (optixasync/cpu/_build.py) copies the kernels folder into its build folder with an empty
+// "optixasync_device.h", so that the kernel's own includes of it resolve to nothing, and compiles this file with
+// -I on that copy. Whatever a header uses from CUDA must be defined in cuda_host_shims.h, which comes before the
+// #include of the kernel.
 //
 // Entry point: oa_host_launch(params, triangles per mesh, mesh count, threads, variant) runs the raygen program of
 // the output variant (an OUTPUT_* mask) for every pixel of params.width x params.height, as optixLaunch would;
 // oa_host_launch3 adds the launch's depth (a batch of views). oa_host_place_worlds runs the worlds' placement
-// (pathtracer/worlds.h) as the GPU's placement kernel does.
+// (pathtracer/worlds.h) as the GPU's placement kernel does. The library keeps one launch's state in globals: one
+// launch at a time (the Python side holds a lock per library).
 // The program is the generated source (optixasync/render/_source.py, with its host entry oa_host_raygen), which
-// the test writes into the build folder and names with -DOA_PROGRAM_SOURCE; it includes pathtracer.cu.
+// the build writes into its folder and names with -DOA_PROGRAM_SOURCE; it includes pathtracer.cu.
 #include <atomic>
 #include <cstdlib>
 #include <thread>
@@ -28,7 +31,7 @@
 typedef unsigned long long oa_traversable;
 
 // A texture object on the host: the "handle" the kernel holds is the address of one of these. Texels are linear
-// RGBA float32 (the test decodes sRGB before), looked up with the texture unit's rules for normalised
+// RGBA float32 (the placement decodes sRGB before), looked up with the texture unit's rules for normalised
 // coordinates: texel centres at (i + 0.5) / size, bilinear weights from the fraction, and wrap, clamp or mirror
 // addressing per axis.
 struct HostTexture {
@@ -262,47 +265,74 @@ static bool accepted(unsigned mesh, unsigned prim, double t, double u, double v)
     return !ignored;
 }
 
+#include "triangle_bvh.h"
+
+// Whether triangle f of mesh m (corners a, b, c in world space) is hit in [tmin, best] and accepted; keeps it.
+static bool try_triangle(unsigned m, unsigned f, const double* a, const double* b, const double* c,
+                         const double o[3], const double d[3], double tmin, double& best, unsigned long long& best_key,
+                         bool& found, oa::HostHit& hit) {
+    double t, u, v;
+    if (!triangle_hit(a, b, c, o, d, t, u, v)) return false;
+    const unsigned long long key = (static_cast<unsigned long long>(m) << 32) | f;
+    if (t < tmin || !better(t, key, best, best_key, found)) return false;
+    if (!accepted(m, f, t, u, v)) return false;
+    best = t;
+    best_key = key;
+    hit.kind = oa::HIT_TRIANGLE;
+    hit.prim = f;
+    hit.index = m;
+    hit.b1 = static_cast<float>(u);
+    hit.b2 = static_cast<float>(v);
+    found = true;
+    return true;
+}
+
 bool oa::intersect(float3 o, float3 d, float tmin, float tmax, bool any, HostHit& hit) {
     double best = static_cast<double>(tmax);
+    unsigned long long best_key = 0ull;
     bool found = false;
-    const double ox = o.x, oy = o.y, oz = o.z, dx = d.x, dy = d.y, dz = d.z;
-    for (unsigned m = 0; m < g_num_meshes; ++m) {
+    const double od[3] = {o.x, o.y, o.z}, dd[3] = {d.x, d.y, d.z};
+    const double inv[3] = {1.0 / dd[0], 1.0 / dd[1], 1.0 / dd[2]};
+    const host_bvh::Tree& tree = host_bvh::g_tree;
+    if (!tree.order.empty()) {  // the static meshes, through the hierarchy, near child first
+        unsigned stack[128], depth = 0u;
+        stack[depth++] = 0u;
+        while (depth) {
+            const host_bvh::Node& node = tree.nodes[stack[--depth]];
+            if (!host_bvh::meets(node.box, od, inv, tmin, best)) continue;
+            if (!node.count) {
+                const bool far_first = dd[node.axis] >= 0.0;  // the far child goes on the stack first
+                stack[depth++] = node.child + (far_first ? 1u : 0u);
+                stack[depth++] = node.child + (far_first ? 0u : 1u);
+                continue;
+            }
+            for (unsigned k = node.first; k < node.first + node.count; ++k) {
+                const unsigned slot = tree.order[k];
+                const double* c = tree.corners.data() + 9u * slot;
+                const unsigned long long key = tree.keys[slot];
+                if (try_triangle(static_cast<unsigned>(key >> 32), static_cast<unsigned>(key & 0xffffffffu), c, c + 3,
+                                 c + 6, od, dd, tmin, best, best_key, found, hit) && any) {
+                    hit.t = static_cast<float>(best);
+                    return true;
+                }
+            }
+        }
+    }
+    for (unsigned m = 0; m < g_num_meshes; ++m) {  // the meshes outside it, triangle by triangle (at the ray's time)
+        const MovingMesh moving = moving_mesh(m, state.time);
+        if (!moving.keys && host_bvh::g_tree.built) continue;
         const MeshRecord& rec = params.scene.meshes[m];
-        const MovingMesh moving = moving_mesh(m, state.time);  // static meshes: none
         for (unsigned f = 0; f < g_triangle_counts[m]; ++f) {
             double a[3], b[3], c[3];
-            if (moving.keys) {
-                moving_corner(rec, moving, rec.indices[3u * f], a);
-                moving_corner(rec, moving, rec.indices[3u * f + 1u], b);
-                moving_corner(rec, moving, rec.indices[3u * f + 2u], c);
-            } else {
-                world_corner(rec, rec.indices[3u * f], a);
-                world_corner(rec, rec.indices[3u * f + 1u], b);
-                world_corner(rec, rec.indices[3u * f + 2u], c);
+            for (unsigned k = 0; k < 3u; ++k) {
+                double* out = k == 0u ? a : (k == 1u ? b : c);
+                if (moving.keys) {
+                    moving_corner(rec, moving, rec.indices[3u * f + k], out);
+                } else {
+                    world_corner(rec, rec.indices[3u * f + k], out);
+                }
             }
-            const double e1x = b[0] - a[0], e1y = b[1] - a[1], e1z = b[2] - a[2];
-            const double e2x = c[0] - a[0], e2y = c[1] - a[1], e2z = c[2] - a[2];
-            const double px = dy * e2z - dz * e2y, py = dz * e2x - dx * e2z, pz = dx * e2y - dy * e2x;
-            const double det = e1x * px + e1y * py + e1z * pz;
-            if (det == 0.0) continue;
-            const double inv = 1.0 / det;
-            const double sx = ox - a[0], sy = oy - a[1], sz = oz - a[2];
-            const double u = (sx * px + sy * py + sz * pz) * inv;
-            if (u < 0.0 || u > 1.0) continue;
-            const double qx = sy * e1z - sz * e1y, qy = sz * e1x - sx * e1z, qz = sx * e1y - sy * e1x;
-            const double v = (dx * qx + dy * qy + dz * qz) * inv;
-            if (v < 0.0 || u + v > 1.0) continue;
-            const double t = (e2x * qx + e2y * qy + e2z * qz) * inv;
-            if (t < tmin || t > best) continue;
-            if (!accepted(m, f, t, u, v)) continue;
-            best = t;
-            hit.kind = HIT_TRIANGLE;
-            hit.prim = f;
-            hit.index = m;
-            hit.b1 = static_cast<float>(u);
-            hit.b2 = static_cast<float>(v);
-            found = true;
-            if (any) {
+            if (try_triangle(m, f, a, b, c, od, dd, tmin, best, best_key, found, hit) && any) {
                 hit.t = static_cast<float>(best);
                 return true;
             }
@@ -329,9 +359,10 @@ extern "C" int oa_host_launch3(const void* launch_params, const unsigned* triang
     }
 #endif
     oa::host_instanced = params.scene.instanced != 0u;
-    prepare_shapes();
     g_triangle_counts = triangle_counts;
     g_num_meshes = num_meshes;
+    prepare_shapes();
+    prepare_triangles();
     const unsigned width = params.width, height = params.height;
     if (threads == 0u) threads = 1u;
     std::vector<std::thread> pool;
