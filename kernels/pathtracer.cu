@@ -27,7 +27,7 @@
 //   view_pixel.h      the raygen of a batch of views and its outputs (OA_VIEW_VARIANTS)
 //
 // All of it is inlined into the raygen programs. Floating-point expressions are evaluated as written, so
-// regrouping one changes images in their last bits; the host build (tests/render/pathtracer_host.cpp) runs
+// regrouping one changes images in their last bits; the host build (kernels/host/pathtracer_host.cpp) runs
 // the same source on the CPU, where a refactor can compare images bit for bit before and after.
 #include "optixasync_device.h"
 #include "pathtracer/camera.h"
