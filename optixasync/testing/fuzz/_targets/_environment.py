@@ -55,7 +55,10 @@ def hdr_file(rng: random.Random, valid: bool) -> bytes:
         if 8 <= width <= 0x7FFF and rng.random() < 0.6:
             body += _rle_row(rng, width)
         else:
-            body += rng.randbytes(4 * min(width, 2000))
+            row = bytearray(rng.randbytes(4 * min(width, 2000)))
+            if row[:2] == b"\x02\x02":  # a flat row starting 2, 2 reads as run-length encoded (the format's rule)
+                row[0] = 1
+            body += row
     claims = (height, width) if resolution.count(b"%") == 2 else (height,)
     text = b"\n".join(header) + b"\n" + (resolution % claims) + b"\n"
     return text + bytes(body) if valid else mutate_bytes(text + bytes(body), rng, rng.randrange(0, 4))
