@@ -35,6 +35,7 @@ import numpy as np
 from ..scene import Camera
 from ..validation import as_int, coerce_options
 from ._device_scene import check_scene, host_emitter_table
+from ._features import scene_features, specialize_programs
 from ._host_tracer import IMAGE, PLAIN, HostTracer, pathtracer_library, scene_program
 from ._options import RenderOptions
 from ._params import MAX_SAMPLES, launch_plan, positive_int
@@ -132,7 +133,9 @@ class CpuRenderPipeline:
         self._closed = False
         self._camera = copy.copy(scene.camera)
         self._samples = 0
-        self._lib = pathtracer_library((PLAIN, IMAGE), **scene_program(scene))
+        # OPTIXASYNC_SPECIALIZE=1: the program compiled for the scene's features, as on the GPU (_features.py).
+        features = scene_features(scene, instanced=False) if specialize_programs() else None
+        self._lib = pathtracer_library((PLAIN, IMAGE), **scene_program(scene), features=features)
         self.tracer = HostTracer(self._lib, scene, self._options, ctx.threads)
         self.last_nonfinite = 0
         self.last_render_ms: float | None = None

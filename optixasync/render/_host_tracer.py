@@ -57,8 +57,10 @@ def scene_program(scene: Any) -> dict[str, bool]:
 
 
 def pathtracer_library(variants: tuple[int, ...], *, shapes: bool = False, motion: bool = False,
-                       custom: bool = False) -> ctypes.CDLL:
+                       custom: bool = False, features: Any = None) -> ctypes.CDLL:
     """The CPU device's path tracer for the output ``variants`` (built, or loaded from the cache).
+
+    ``features`` (a :class:`~optixasync.render._features.ProgramFeatures`) specializes the program; None: generic.
 
     Raises
     ------
@@ -68,7 +70,7 @@ def pathtracer_library(variants: tuple[int, ...], *, shapes: bool = False, motio
     from ..cpu._build import cached_library
     from ._source import pathtracer_source
 
-    source = pathtracer_source(variants, host=True, shapes=shapes, motion=motion, custom=custom)
+    source = pathtracer_source(variants, host=True, shapes=shapes, motion=motion, custom=custom, features=features)
     return declare(cached_library("pathtracer_host.cpp", source.text, include_dirs=source.include_dirs))
 
 

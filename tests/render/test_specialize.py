@@ -250,3 +250,18 @@ def test_a_batch_specialized_writes_every_output_with_the_generic_bits(tmp_path)
     assert outputs["generic"]["radiance"].any()
     for key, value in outputs["generic"].items():
         np.testing.assert_array_equal(outputs["special"][key], value, err_msg=key)
+
+
+def test_the_cpu_device_specialized_renders_the_same_bits(monkeypatch):
+    if compiler() is None:
+        pytest.skip("no C++ compiler (c++, g++ or clang++) to build the CPU device's kernel")
+    from optixasync.cpu import CpuContext
+    from optixasync.render import RenderPipeline
+
+    images = []
+    for value in ("0", "1"):
+        monkeypatch.setenv(SPECIALIZE_ENV, value)
+        with RenderPipeline(CpuContext(threads=1), cornell_box(), RenderOptions(width=16, height=16, seed=4)) as p:
+            images.append(p.render(2))
+    assert images[0].any()
+    np.testing.assert_array_equal(images[1], images[0])
