@@ -19,15 +19,16 @@
 #include <algorithm>
 #include <vector>
 
+#include "median_split.h"
+
 #ifdef OA_SHAPES
 
 namespace {
 
 constexpr unsigned CURVE_PIECES = 16u;
 
-struct Box {
-    double low[3], high[3];
-};
+using Box = host_split::Box;
+using host_split::empty_box;
 
 void grow(Box& box, const float* p, double r) {
     for (int k = 0; k < 3; ++k) {
@@ -36,7 +37,6 @@ void grow(Box& box, const float* p, double r) {
     }
 }
 
-Box empty_box() { return Box{{1e300, 1e300, 1e300}, {-1e300, -1e300, -1e300}}; }
 
 double shape_radius(const ShapeRecord& shape, unsigned i) {
     return shape.radii[(shape.flags & SHAPE_ONE_RADIUS) ? 0u : i];
@@ -136,6 +136,7 @@ bool intersect_curve_segment(const ShapeRecord& shape, unsigned prim, const doub
 struct Node {
     Box box;
     unsigned child = 0u, first = 0u, count = 0u;
+    int axis = 0;
 };
 struct Hierarchy {
     std::vector<Node> nodes;
@@ -167,33 +168,7 @@ Box primitive_box(const ShapeRecord& shape, unsigned i) {
     return box;
 }
 
-// Node `n` over order[first, first + count): a leaf of at most 4 primitives, else split at the median centre
-// along the box's longest axis.
-void build_node(Hierarchy& tree, const std::vector<Box>& boxes, unsigned n, unsigned first, unsigned count) {
-    Box box = empty_box();
-    for (unsigned k = first; k < first + count; ++k) {
-        const Box& b = boxes[tree.order[k]];
-        for (int a = 0; a < 3; ++a) box.low[a] = std::min(box.low[a], b.low[a]), box.high[a] = std::max(box.high[a], b.high[a]);
-    }
-    tree.nodes[n].box = box;
-    if (count <= 4u) {
-        tree.nodes[n].first = first, tree.nodes[n].count = count;
-        return;
-    }
-    int axis = 0;
-    for (int a = 1; a < 3; ++a) {
-        if (box.high[a] - box.low[a] > box.high[axis] - box.low[axis]) axis = a;
-    }
-    auto centre = [&](unsigned i) { return boxes[i].low[axis] + boxes[i].high[axis]; };
-    const unsigned half = count / 2u;
-    std::nth_element(tree.order.begin() + first, tree.order.begin() + first + half, tree.order.begin() + first + count,
-                     [&](unsigned a, unsigned b) { return centre(a) < centre(b); });
-    const unsigned child = static_cast<unsigned>(tree.nodes.size());
-    tree.nodes.resize(tree.nodes.size() + 2u);
-    tree.nodes[n].child = child;
-    build_node(tree, boxes, child, first, half);
-    build_node(tree, boxes, child + 1u, first + half, count - half);
-}
+using host_split::build_node;  // median_split.h
 
 // Runs the kernel's intersection program on custom primitive `i` of shape `s`, as OptiX would on a candidate.
 bool custom_candidate(unsigned s, unsigned i, double tmin, double best, double& t) {

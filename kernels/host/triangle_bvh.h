@@ -17,11 +17,11 @@
 #include <cstring>
 #include <vector>
 
+#include "median_split.h"
+
 namespace host_bvh {
 
-struct Bounds {
-    double low[3], high[3];
-};
+using Bounds = host_split::Box;
 
 struct Node {
     Bounds box;
@@ -54,34 +54,9 @@ inline unsigned long long mix_bytes(unsigned long long h, const void* data, size
     return h;
 }
 
-inline Bounds empty_bounds() { return Bounds{{1e300, 1e300, 1e300}, {-1e300, -1e300, -1e300}}; }
+inline Bounds empty_bounds() { return host_split::empty_box(); }
 
-inline void build_node(Tree& tree, const std::vector<Bounds>& boxes, unsigned n, unsigned first, unsigned count) {
-    Bounds box = empty_bounds();
-    for (unsigned k = first; k < first + count; ++k) {
-        const Bounds& b = boxes[tree.order[k]];
-        for (int a = 0; a < 3; ++a) box.low[a] = std::min(box.low[a], b.low[a]), box.high[a] = std::max(box.high[a], b.high[a]);
-    }
-    tree.nodes[n].box = box;
-    if (count <= 4u) {
-        tree.nodes[n].first = first, tree.nodes[n].count = count;
-        return;
-    }
-    int axis = 0;
-    for (int a = 1; a < 3; ++a) {
-        if (box.high[a] - box.low[a] > box.high[axis] - box.low[axis]) axis = a;
-    }
-    auto centre = [&](unsigned i) { return boxes[i].low[axis] + boxes[i].high[axis]; };
-    const unsigned half = count / 2u;
-    std::nth_element(tree.order.begin() + first, tree.order.begin() + first + half, tree.order.begin() + first + count,
-                     [&](unsigned a, unsigned b) { return centre(a) < centre(b) || (centre(a) == centre(b) && a < b); });
-    const unsigned child = static_cast<unsigned>(tree.nodes.size());
-    tree.nodes.resize(tree.nodes.size() + 2u);
-    tree.nodes[n].child = child;
-    tree.nodes[n].axis = axis;
-    build_node(tree, boxes, child, first, half);
-    build_node(tree, boxes, child + 1u, first + half, count - half);
-}
+using host_split::build_node;
 
 // Whether the ray o + t d meets the box for some t in [tmin, tmax].
 inline bool meets(const Bounds& box, const double o[3], const double inv[3], double tmin, double tmax) {
