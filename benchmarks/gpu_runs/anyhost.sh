@@ -8,7 +8,7 @@
 # 2. benchmarks/bench_devices.py: Msamples/s of the CPU device and of the GPU, Cornell box and material scene,
 #    256x256 at 8 spp (the CPU's numbers of this machine beside the GPU's), then 1024x1024 at 64 spp on the GPU;
 # 3. the doc-claims records: docs/checked.json updated from the tests' JUnit report with the GPU's name.
-# Extra wheels (mitsuba) come from .devwheels/ when present: bash .devwheels/gpu.sh <command>.
+# Extra packages (mitsuba) must be installed; RUN_PREFIX, when set, is a command prefix put before each step.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
@@ -17,7 +17,7 @@ mkdir -p "$out"
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export OPTIXASYNC_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 wrap=()
-[ -f .devwheels/gpu.sh ] && wrap=(bash .devwheels/gpu.sh)
+[ -n "${RUN_PREFIX:-}" ] && read -r -a wrap <<<"$RUN_PREFIX"
 status=0
 step() {  # name, command...
   local name=$1

@@ -10,8 +10,8 @@
 # All the parts take about 11 minutes: in two device calls, "tests views" (about 6) and "dataset training cpu"
 # (about 5).
 #
-# Extra wheels (torch, pycocotools, imagecodecs, mitsuba) come from .devwheels/ when it exists
-# (bash .devwheels/gpu.sh COMMAND); every log goes to $OUT/<part>.log and the tables are printed at the end.
+# Extra packages (torch, pycocotools, imagecodecs, mitsuba) must be installed; RUN_PREFIX, when set, is a
+# command prefix put before each part; every log goes to $OUT/<part>.log and the tables are printed at the end.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
@@ -22,7 +22,7 @@ parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests views dataset training cpu)
 
 with_wheels() {  # run a command with the extra wheels when the folder has them
-  if [ -f .devwheels/gpu.sh ]; then bash .devwheels/gpu.sh "$@"; else "$@"; fi
+  if [ -n "${RUN_PREFIX:-}" ]; then ${RUN_PREFIX} "$@"; else "$@"; fi
 }
 
 run_part() {  # name, timeout in seconds, command...

@@ -2,7 +2,7 @@
 # One GPU call for the reliability run: frames in flight that outlive their pipeline, motion blur with a partial
 # shutter, the GPU tests that had gone stale, the fuzz suite as CI runs it, and compute-sanitizer.
 #
-#   bash .devwheels/gpu.sh bash benchmarks/gpu_runs/rel.sh          (ALL_GPU=1: also pytest -m gpu, per folder)
+#   bash benchmarks/gpu_runs/rel.sh          (ALL_GPU=1: also pytest -m gpu, per folder)
 #
 # Steps, each with its output in $OUT/<step>.txt (default bench_out/rel) and its last lines printed:
 #   dropped       tests/render/test_dropped_in_flight_gpu.py: the pipeline, its scheduler and its frames dropped

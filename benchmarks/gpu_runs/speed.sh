@@ -3,7 +3,7 @@
 # working tree twice), the Nsight Compute profile of af8dcb6 against the working tree (generic and specialized),
 # the path tracer's GPU tests and the Mitsuba parity tests, generic and then with OPTIXASYNC_SPECIALIZE=1.
 #
-#   bash .devwheels/gpu.sh bash benchmarks/gpu_runs/speed.sh      (the trees under .trees/, from
+#   bash benchmarks/gpu_runs/speed.sh      (the trees under .trees/, from
 #                                                                  `git archive` of af8dcb6, 195a6c2, b0a8186)
 # Writes its tables and logs under $OUT (default bench_out/speed).
 set -uo pipefail

@@ -2,7 +2,7 @@
 # The GPU run of the launch wait (the wait inside optixLaunch, the launch queue that avoids it, graph patterns):
 # one command, its tables printed at the end.
 #
-#   bash .devwheels/gpu.sh bash benchmarks/gpu_runs/stall.sh [OUTDIR] [PART ...]
+#   bash benchmarks/gpu_runs/stall.sh [OUTDIR] [PART ...]
 #
 # OUTDIR defaults to $OUT/stall (or bench_out/stall). PARTs, in this order by default (about 9 minutes on one GPU):
 #   wait      bench_launch_wait.py: the raw rows (back-to-back launches: kernel length, launch and parameter size,

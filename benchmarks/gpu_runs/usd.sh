@@ -3,9 +3,9 @@
 # block renders the tutorial's stage), the load benchmark, and `optixasync render` of the sample stage (a still
 # and frames of the time samples), each with its output under $OUT.
 #
-#   bash .devwheels/gpu.sh bash benchmarks/gpu_runs/usd.sh
+#   bash benchmarks/gpu_runs/usd.sh
 #
-# Needs the usd-core wheel (the usd extra's pxr) among the wheels .devwheels/gpu.sh installs; Mitsuba 3 is
+# Needs usd-core installed (the usd extra: pip install -e ".[usd]"); Mitsuba 3 is
 # optional (its comparison is skipped without it). Prints each part's last lines and a table of the renders.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,7 +15,7 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 
 if ! python -c "import pxr" 2>/dev/null; then
-  echo "usd.sh: pxr is not importable: put the usd-core wheel into .devwheels/ (pip download usd-core)" >&2
+  echo "usd.sh: pxr is not importable: install the usd extra (pip install -e ".[usd]")" >&2
   exit 1
 fi
 
