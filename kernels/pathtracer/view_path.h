@@ -115,10 +115,10 @@ struct ViewHooks {
 // The camera ray alone: its hit reported to `hooks` as a path's first vertex would be, no shading, no light.
 template <class Hooks>
 __forceinline__ __device__ void trace_primary(const PathTracerParams& P, float3 origin, float3 direction,
-                                              Hooks& hooks) {
+                                              Hooks& hooks, float tmax = 1e16f) {
     const SceneRecord& S = P.scene;
     unsigned int hit[5] = {0u, 0u, NO_HIT, 0u, 0u};
-    hooks.trace(S, origin, direction, 1u, 1e16f, 0.0f, hit);
+    hooks.trace(S, origin, direction, 1u, tmax, 0.0f, hit);
     if (hit[2] == NO_HIT) {
         hooks.missed(1u, direction);
         return;

@@ -121,9 +121,9 @@ __forceinline__ __device__ void render_view_pixel(const PathTracerParams& P) {
         if (s == 0u) film = make_float2(static_cast<float>(idx.x) + jx, static_cast<float>(idx.y) + jy);
         float3 L = make_float3(0.0f, 0.0f, 0.0f);
         if (kPrimary) {
-            trace_primary(P, ray.origin, ray.direction, hooks);
+            trace_primary(P, ray.origin, ray.direction, hooks, ray.tmax);
         } else {
-            L = trace_path_with(P, ray.origin, ray.direction, rng, hooks);
+            L = trace_path_with(P, ray.origin, ray.direction, rng, hooks, ray.tmax);
         }
         if (kSums) {
             albedo_sum.x += hooks.first.albedo.x;

@@ -56,6 +56,7 @@ struct ViewRecord {
     unsigned int seed;        // seed of its random numbers
     float fx, fy, cx, cy;     // intrinsics (see ViewKind)
     float to_world[12];       // camera-to-world, 3 rows of 4, row-major (overridden by ViewBatch::poses)
+    float ray_length;         // how far its camera rays run: an orthographic camera's far plane, else 1e16
 };
 
 // The views of a launch and what they need beside their records.

@@ -26,6 +26,7 @@ struct View {
     unsigned int seed;
     float fx, fy, cx, cy;
     float m[12];   // camera-to-world rows
+    float ray_length;  // how far its camera rays run
 };
 
 // View `index` of `records`, with its pose from `poses` (pose_stride floats each) when there are poses.
@@ -41,6 +42,7 @@ __forceinline__ __device__ View load_view(const ViewRecord* records, const float
     v.fy = r.fy;
     v.cx = r.cx;
     v.cy = r.cy;
+    v.ray_length = r.ray_length;
     const float* m = poses ? poses + static_cast<unsigned long long>(stride) * index : r.to_world;
 #pragma unroll
     for (int i = 0; i < 12; ++i) v.m[i] = __ldg(m + i);
@@ -69,12 +71,14 @@ __forceinline__ __device__ float3 view_local(const View& v, float3 d) {
 struct ViewRay {
     float3 origin;
     float3 direction;  // unit
+    float tmax;        // the view's ray length (an orthographic camera's far plane, else 1e16)
 };
 
 // The camera ray through the film point (x + jx, y + jy) of a width x height image.
 __forceinline__ __device__ ViewRay view_ray(const View& v, unsigned int x, unsigned int y, float jx, float jy,
                                             float scale_x, float scale_y) {
     ViewRay ray;
+    ray.tmax = v.ray_length;
     if (v.kind == VIEW_CAMERA) {  // camera.h's PinholeCamera, the same expressions (the same bits)
         const float sx = (static_cast<float>(x) + jx) * scale_x - 1.0f;
         const float sy = 1.0f - (static_cast<float>(y) + jy) * scale_y;

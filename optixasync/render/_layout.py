@@ -63,6 +63,7 @@ SCENE_RECORD: np.dtype = struct_dtype([
 VIEW_RECORD: np.dtype = struct_dtype([
     ("kind", "uint"), ("convention", "uint"), ("world", "uint"), ("seed", "uint"),
     ("fx", "float"), ("fy", "float"), ("cx", "float"), ("cy", "float"), ("to_world", "float", 12),
+    ("ray_length", "float"),
 ])
 
 #: ``ViewBatch``: the views of a launch, their previous state (motion) and the worlds' cells.

@@ -69,7 +69,7 @@ from ._scene_edits import SceneEdits
 from ._stages import Stage
 from ._step import BatchFrames
 from ._still import StillFrames
-from ._views import Views, check_pinhole_cameras
+from ._views import Views
 from ._worlds import Worlds
 
 if TYPE_CHECKING:
@@ -180,8 +180,6 @@ class RenderPipeline(BatchFrames, StillFrames, SceneEdits):
         check_batchable(self.scene, self._options, cls, self._plan.written, views, worlds)
         self.batched = bool(views is not None or worlds is not None or cls.batched or
                             not self._plan.written <= SINGLE_CAMERA_OUTPUTS)
-        if self.batched and self.views is None:
-            check_pinhole_cameras([scene.camera], "the scene's camera")  # its camera is the batch's one view
         emitters = host_emitter_table(scene)  # zero emissive area raises here, before any GPU work
         self.ctx = ctx
         self.stream = create_stream() if stream is None else as_cupy_stream(stream)
@@ -236,8 +234,6 @@ class RenderPipeline(BatchFrames, StillFrames, SceneEdits):
     def camera(self, value: Camera) -> None:
         if not isinstance(value, Camera):
             raise TypeError(f"camera must be an optixasync.scene.Camera, got {type(value).__name__}")
-        if self.batched and self.views is None:
-            check_pinhole_cameras([value], "camera")
         if value != self._camera:
             self._camera = copy.copy(value)
             self.reset()

@@ -16,7 +16,10 @@ Conventions
   in the camera's frame (OpenCV axes: x right, y down, z forward).
 * **Orthographic** views use the same film coordinates with fx, fy in pixels
   per world unit: film point (u, v) starts at ((u - cx) / fx, (v - cy) / fy, 0)
-  on the camera's plane and looks along its forward axis.
+  on the camera's plane and looks along its forward axis. Its rays have no
+  end, but those of an orthographic :class:`~optixasync.scene.Camera` with a
+  far plane (:meth:`Views.cameras`) run ``zfar - znear``, as the single
+  camera's do.
 * **Poses** are camera-to-world matrices (4x4 or 3x4, row-major). In the
   ``"opencv"`` convention (robotics, COLMAP, OpenCV) the rotation's columns
   are the camera's right, down and forward axes; in ``"opengl"`` (Blender,
@@ -42,18 +45,18 @@ None: host arrays and records (the device poses are read by the pipeline,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..scene import Camera
+from ..scene._camera import UNBOUNDED_RAY
 from ..validation import dlpack_device
 from ._layout import VIEW_RECORD
 
 __all__ = ["CONVENTIONS", "MAX_VIEWS", "VIEW_CAMERA", "VIEW_ORTHOGRAPHIC", "VIEW_PINHOLE", "Views",
-           "check_pinhole_cameras", "view_worlds"]
+           "view_worlds"]
 
 #: ``ViewKind`` values (``kernels/pathtracer/view_records.h``).
 VIEW_CAMERA, VIEW_PINHOLE, VIEW_ORTHOGRAPHIC = 0, 1, 2
@@ -108,17 +111,6 @@ def _intrinsics(intrinsics: Any, count: int, pixel_centers: float) -> np.ndarray
     out = k.copy()
     out[:, 2:] += 0.5 - float(pixel_centers)
     return out
-
-
-def check_pinhole_cameras(cameras: Sequence[Camera], name: str) -> None:
-    """Raise ValueError naming ``name`` if one of ``cameras`` cannot be a batch's view: an orthographic camera
-    with a far plane (a batch's views trace rays without end). One without (``zfar`` infinite) is an orthographic
-    view of the batch (:meth:`Views.cameras`)."""
-    for k, camera in enumerate(cameras):
-        if camera.orthographic and math.isfinite(camera.zfar):
-            raise ValueError(f"{name}: camera {k} is orthographic with a far plane (zfar={camera.zfar}), which a "
-                             "batch of views does not render yet (its rays have no end): give it zfar=inf, or "
-                             "describe it with Views.orthographic([fx, fy, cx, cy], poses)")
 
 
 def orthographic_camera_view(camera: Camera, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
@@ -234,21 +226,18 @@ class Views:
     @classmethod
     def cameras(cls, cameras: Sequence[Camera] | Camera, *, worlds: Any = None, seeds: Any = None) -> Views:
         """Views of :class:`~optixasync.scene.Camera` objects: a pinhole's rays are the single-camera raygen's (the
-        same bits); an orthographic camera without a far plane is an orthographic view whose rays start on its
-        near plane (:func:`orthographic_camera_view`; the same rays to a rounding).
+        same bits); an orthographic camera is an orthographic view whose rays start on its near plane
+        (:func:`orthographic_camera_view`; the same rays to a rounding) and run ``zfar - znear``, nothing beyond
+        its far plane seen.
 
         Raises
         ------
         TypeError
             If an element is not a Camera.
-        ValueError
-            On an orthographic Camera with a far plane (a batch's rays have no end: describe it with
-            :meth:`orthographic`, or give it ``zfar=inf``).
         """
         cams = [cameras] if isinstance(cameras, Camera) else list(cameras)
         if not cams or not all(isinstance(c, Camera) for c in cams):
             raise TypeError("cameras must be optixasync.scene.Camera objects")
-        check_pinhole_cameras(cams, "cameras")
         kinds = [VIEW_ORTHOGRAPHIC if c.orthographic else VIEW_CAMERA for c in cams]
         return cls(np.asarray(kinds), np.zeros((len(cams), 4)), None, 0, cameras=cams, worlds=worlds, seeds=seeds)
 
@@ -287,6 +276,7 @@ class Views:
         records["seed"] = (self.seeds if self.seeds is not None else
                            (np.uint64(seed) + np.arange(self.count, dtype=np.uint64)) % np.uint64(2**32))
         records["fx"], records["fy"], records["cx"], records["cy"] = self.intrinsics.T
+        records["ray_length"] = UNBOUNDED_RAY
         if isinstance(self.poses, np.ndarray):
             records["to_world"] = self.poses.reshape(self.count, 12)
         for b, camera in enumerate(self.cameras or ()):
@@ -295,6 +285,7 @@ class Views:
                 records["to_world"][b] = np.column_stack([u, v, w, eye]).reshape(12)
             elif camera is not None and camera.orthographic and self.kinds[b] == VIEW_ORTHOGRAPHIC:
                 intrinsics, pose = orthographic_camera_view(camera, width, height)
+                records["ray_length"][b] = camera.basis(width, height).ray_length
                 records["fx"][b], records["fy"][b], records["cx"][b], records["cy"][b] = intrinsics
                 records["to_world"][b], records["convention"][b] = pose.reshape(12), CONVENTIONS["opencv"]
         return records

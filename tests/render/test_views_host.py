@@ -157,3 +157,31 @@ def test_a_still_over_lanes_has_the_bits_of_one_thread_per_pixel(lib):
     grouped.launch(0, spp, lanes=8, accumulate=False)
     regrouped = add_lanes_host(grouped.accum, 8)
     assert np.abs(regrouped - one.accum).max() <= 1e-5 * one.accum[..., :3].mean()
+
+
+def test_an_orthographic_camera_with_a_far_plane_sees_nothing_beyond_it_in_a_batch(lib):
+    """An orthographic Camera's far plane as a batch's view: its camera rays run zfar - znear, as the single
+    camera's do. A glowing square within the range is seen; a brighter one past the far plane is not, in the
+    colour and in the G-buffer sample (depth 0 and no mesh id there), and the image is the single camera's to a
+    rounding (the views' rays are the same rays, computed in another order)."""
+    near = rectangle(np.diag([0.5, 0.5, 1.0, 1.0]), Material((0, 0, 0), emission=(1.0, 1.0, 1.0)), "seen")
+    far = rectangle(np.array([[0.6, 0, 0, 1.2], [0, 0.6, 0, 0], [0, 0, 1, -8.0], [0, 0, 0, 1]]),
+                    Material((0, 0, 0), emission=(5.0, 5.0, 5.0)), "beyond")
+    camera = Camera.orthographic_at((0.3, 0.0, 2.0), (0.3, 0.0, 0.0), xmag=2.0, ymag=1.0, znear=0.5, zfar=6.0)
+    scene = Scene([near, far], camera)
+    options = RenderOptions(width=40, height=20, spp=4, max_depth=1, seed=4)
+    batch = HostBatch(scene, options, Views.cameras([camera], seeds=[4]), ("radiance", "depth", "mesh_id"), lib=lib)
+    batch.launch(0, 4)
+    radiance = batch.out["radiance"][0][..., 0]
+    ids = batch.out["mesh_id"][0][..., 0]
+    assert (ids == 0).sum() > 50 and not (ids == 1).any()  # the near square seen, the far one never
+    assert radiance.max() <= 1.0 + 1e-6 and (radiance == 1.0).sum() > 50
+    np.testing.assert_array_equal(batch.out["depth"][0][..., 0][ids == 0xFFFFFFFF], 0.0)
+    single = HostTracer(lib, scene, options)
+    single.launch(0, 4, IMAGE | 2)
+    np.testing.assert_allclose(radiance, single.outputs["radiance"][..., 0], atol=1e-5)
+    unbounded = Camera.orthographic_at((0.3, 0.0, 2.0), (0.3, 0.0, 0.0), xmag=2.0, ymag=1.0, znear=0.5)
+    seen = HostBatch(Scene([near, far], unbounded), options, Views.cameras([unbounded], seeds=[4]), ("mesh_id",),
+                     lib=lib)
+    seen.launch(0, 4)
+    assert (seen.out["mesh_id"][0][..., 0] == 1).sum() > 20  # without the far plane the bright square shows
