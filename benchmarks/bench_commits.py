@@ -81,7 +81,9 @@ def run_child(name: str, path: Path, args: argparse.Namespace, asset: Path, mits
 
     A name ending in ``+spec`` runs its tree with programs specialized per scene (``OPTIXASYNC_SPECIALIZE=1``).
     """
-    env = dict(os.environ, PYTHONPATH=str(path), PYTHONUNBUFFERED="1",
+    # the tree first; what the caller's path held (extra packages) after it
+    extra = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), *([extra] if extra else [])]), PYTHONUNBUFFERED="1",
                OPTIXASYNC_CACHE_DIR=str(Path(args.cache_root) / name),
                OPTIXASYNC_SPECIALIZE="1" if name.endswith("+spec") else "0")
     cmd = [sys.executable, __file__, "--child", str(path), "--runs", str(args.runs), "--frames", str(args.frames),
@@ -215,7 +217,12 @@ def child_scene(kind: str, asset: str) -> Any:
     if kind == "gltf":
         if not hasattr(s, "load_gltf"):
             raise LookupError("no glTF loader in this tree")
-        return s.load_gltf(asset)
+        scene = s.load_gltf(asset)
+        unlit = not getattr(scene, "emitters", None) and not getattr(scene, "lights", None)
+        if unlit and getattr(scene, "environment", None) is None and hasattr(s, "Environment"):
+            # the asset has no lights: a constant white sky, as `optixasync render` gives such a file
+            scene.environment = s.Environment(radiance=(1.0, 1.0, 1.0), name="default")
+        return scene
     if not hasattr(s, "Curves"):
         raise LookupError("no spheres or curves in this tree")
     return shapes_scene()

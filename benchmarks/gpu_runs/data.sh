@@ -21,16 +21,15 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests views dataset training cpu)
 
-with_wheels() {  # run a command with the extra wheels when the folder has them
-  if [ -n "${RUN_PREFIX:-}" ]; then ${RUN_PREFIX} "$@"; else "$@"; fi
-}
+wrap=()  # RUN_PREFIX split into words: timeout runs programs, not shell functions
+[ -n "${RUN_PREFIX:-}" ] && read -r -a wrap <<<"$RUN_PREFIX"
 
 run_part() {  # name, timeout in seconds, command...
   local name=$1 limit=$2
   shift 2
   echo "== $name: $*" | tee -a "$out/$name.log"
   local start=$SECONDS
-  timeout --signal=INT --kill-after=20 "$limit" "$@" >>"$out/$name.log" 2>&1
+  timeout --signal=INT --kill-after=20 "$limit" "${wrap[@]}" "$@" >>"$out/$name.log" 2>&1
   echo "== $name: exit $? after $((SECONDS - start)) s" | tee -a "$out/$name.log"
 }
 
@@ -39,24 +38,24 @@ folder=$(mktemp -d /tmp/optixasync-data.XXXXXX)
 for part in "${parts[@]}"; do
   case "$part" in
     tests)
-      run_part tests 150 with_wheels python -m pytest -m gpu -q -p no:cacheprovider -rfEs \
+      run_part tests 150 python -m pytest -m gpu -q -p no:cacheprovider -rfEs \
         tests/render/test_training_gpu.py tests/render/test_views_gpu.py --junitxml="$out/tests.xml" ;;
     views)
-      run_part views 200 with_wheels python benchmarks/bench_views.py --parts rl --worlds 1024,4096,16384 \
+      run_part views 200 python benchmarks/bench_views.py --parts rl --worlds 1024,4096,16384 \
         --sizes 64 --completion-thread both --steps 150 --warmup 20 --profile 25 --json "$out/views_rl.json"
-      run_part views 60 with_wheels python benchmarks/bench_views.py --parts rl --worlds 1024 --sizes 128 \
+      run_part views 60 python benchmarks/bench_views.py --parts rl --worlds 1024 --sizes 128 \
         --steps 150 --json "$out/views_rl128.json"
-      run_part views 120 with_wheels python benchmarks/bench_views.py --parts outputs,stills --outputs-detail \
+      run_part views 120 python benchmarks/bench_views.py --parts outputs,stills --outputs-detail \
         --json "$out/views_outputs.json" ;;
     dataset)
-      run_part dataset 170 with_wheels python benchmarks/bench_dataset.py --parts gpu,resume --count 10000 \
+      run_part dataset 170 python benchmarks/bench_dataset.py --parts gpu,resume --count 10000 \
         --formats npy-only,npy,png-pillow --folder "$folder" --json "$out/dataset.json" ;;
     training)
-      run_part training 60 with_wheels python benchmarks/bench_dataset.py --parts training --batches 200 \
+      run_part training 60 python benchmarks/bench_dataset.py --parts training --batches 200 \
         --training-views 64,256 --json "$out/training.json" ;;
     cpu)
-      run_part cpu 60 with_wheels python benchmarks/bench_dataset.py --cpu --samples 400
-      run_part cpu 60 with_wheels python benchmarks/bench_step.py --worlds 1024,4096 ;;
+      run_part cpu 60 python benchmarks/bench_dataset.py --cpu --samples 400
+      run_part cpu 60 python benchmarks/bench_step.py --worlds 1024,4096 ;;
     *) echo "unknown part $part (tests views dataset training cpu)" ;;
   esac
 done
